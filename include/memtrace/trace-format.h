@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memtrace trace format: the one contract between the capture side
+ * (preload/, cupti/) and the analyzer. docs/trace-format.md describes the
+ * same bytes in prose; the two change together, and any change that an old
+ * reader could misread bumps MT_FORMAT_VERSION.
+ *
+ * This header may be included by the preload library, so it holds only
+ * constants, plain structs and static inline helpers: no allocation, no I/O.
+ *
+ * Layout: a 4096-byte file header, then fixed-size chunks. Every thread of
+ * every process of one traced run claims whole chunks with one atomic add on
+ * the header's next_chunk and fills them with records. A record is
+ *
+ *     u8 type | uleb128 payload length | payload
+ *
+ * and its type byte is stored last, so a zero type means "nothing more in
+ * this chunk": what a killed process leaves behind stays readable.
+ */
+#ifndef MEMTRACE_TRACE_FORMAT_H
+#define MEMTRACE_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MT_FILE_MAGIC "MEMTRACE" /* 8 bytes, no terminator in the file */
+#define MT_FORMAT_VERSION 1
+#define MT_HEADER_SIZE 4096u
+#define MT_CHUNK_SIZE_DEFAULT (256u * 1024u)
+#define MT_CHUNK_MAGIC 0x4b43544du /* "MTCK" little-endian */
+#define MT_BYTE_ORDER_MARK 0x01020304u
+
+/* The file header. All fields little-endian (x86_64 and aarch64 only). */
+struct mt_file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;  /* offset of the first chunk */
+	uint32_t chunk_size;   /* bytes per chunk, header included */
+	uint32_t byte_order;   /* MT_BYTE_ORDER_MARK as written */
+	uint64_t next_chunk;   /* atomic: offset of the next unclaimed chunk */
+	uint64_t next_instance;    /* atomic: last process instance id handed out */
+	uint64_t created_realtime; /* ns since the epoch, when the file was made */
+	uint64_t created_monotonic; /* CLOCK_MONOTONIC ns at the same moment */
+	uint32_t root_pid;
+	uint32_t clock; /* enum mt_clock: the unit of record times */
+};
+
+/*
+ * Record times are ticks of one clock for the whole file. With the TSC they
+ * order events of all threads and processes exactly and cost a third of a
+ * clock_gettime; each chunk header pairs its first tick with CLOCK_MONOTONIC
+ * ns, from which a reader converts ticks to time.
+ */
+enum mt_clock {
+	MT_CLOCK_MONOTONIC_NS = 0, /* ticks are CLOCK_MONOTONIC ns */
+	MT_CLOCK_TSC = 1,          /* x86 time-stamp counter, invariant and synchronized */
+};
+
+/* Each chunk starts with this; records follow it immediately. */
+struct mt_chunk_header {
+	uint32_t magic;    /* MT_CHUNK_MAGIC once the chunk is in use, else 0 */
+	uint32_t instance; /* process instance (see MT_REC_PROCESS) */
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t base_ticks; /* the time register's start */
+	uint64_t base_ns;    /* CLOCK_MONOTONIC ns at base_ticks */
+};
+
+/* Record types. 0 is never a record: it ends a chunk's data. */
+enum mt_record_type {
+	MT_REC_END_OF_DATA = 0,
+	MT_REC_PROCESS = 1, /* a process instance starts */
+	MT_REC_MODULE = 2,  /* a loaded ELF object */
+	MT_REC_MODULE_GONE = 3, /* a module was unloaded */
+	MT_REC_STACK = 4,   /* an interned call stack */
+	MT_REC_ALLOC = 5,
+	MT_REC_FREE = 6,
+	MT_REC_REALLOC = 7,
+	MT_REC_FAIL = 8, /* an allocation that returned no memory */
+	MT_REC_MMAP = 9,
+	MT_REC_MUNMAP = 10,
+	MT_REC_MREMAP = 11,
+	MT_REC_SAMPLE = 12, /* the sampler thread's periodic figures */
+	MT_REC_EXIT = 13,   /* the process ended cleanly */
+	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
+	MT_REC_TYPE_COUNT
+};
+
+/* Which function made an event. The memory kind follows from it. */
+enum mt_fn {
+	MT_FN_MALLOC = 1,
+	MT_FN_CALLOC = 2,
+	MT_FN_REALLOC = 3,
+	MT_FN_REALLOCARRAY = 4,
+	MT_FN_POSIX_MEMALIGN = 5,
+	MT_FN_ALIGNED_ALLOC = 6,
+	MT_FN_MEMALIGN = 7,
+	MT_FN_VALLOC = 8,
+	MT_FN_PVALLOC = 9,
+	MT_FN_FREE = 10,
+	MT_FN_MMAP = 11,
+	MT_FN_MUNMAP = 12,
+	MT_FN_MREMAP = 13,
+	MT_FN_COUNT
+};
+
+/* Memory kinds are accounted apart; bytes of two kinds are never added. */
+enum mt_kind {
+	MT_KIND_HOST = 0, /* the malloc heap */
+	MT_KIND_MMAP = 1, /* anonymous mappings made by the program */
+	MT_KIND_COUNT
+};
+
+static inline enum mt_kind mt_fn_kind(unsigned fn)
+{
+	return fn >= MT_FN_MMAP && fn <= MT_FN_MREMAP ? MT_KIND_MMAP : MT_KIND_HOST;
+}
+
+/* How a process instance came to be (MT_REC_PROCESS origin). */
+enum mt_origin {
+	MT_ORIGIN_ROOT = 0, /* first traced process of the file */
+	MT_ORIGIN_FORK = 1, /* forked from a traced process, same image */
+	MT_ORIGIN_EXEC = 2, /* a program that joined the file after exec */
+};
+
+/* How a process ended (MT_REC_EXIT how). */
+enum mt_exit_how {
+	MT_EXIT_MAIN_RETURN = 1, /* main returned */
+	MT_EXIT_EXIT = 2,        /* exit() */
+	MT_EXIT_UNDERSCORE = 3,  /* _exit() or _Exit(): no exit handlers ran */
+	MT_EXIT_UNKNOWN = 4,     /* destructors ran, status unknown */
+};
+
+/* Reasons in MT_REC_LOST. */
+enum mt_lost_reason {
+	MT_LOST_STACK_TABLE_FULL = 1, /* count: events whose stack is id 0 */
+	MT_LOST_DISABLED = 2,         /* tracing stopped here: no more events */
+};
+
+/* Order of the values in MT_REC_SAMPLE; new ones are only ever appended. */
+enum mt_sample_field {
+	MT_SAMPLE_RSS = 0,          /* bytes, /proc/self/statm */
+	MT_SAMPLE_PSS,              /* bytes, smaps_rollup */
+	MT_SAMPLE_PRIVATE_DIRTY,    /* bytes, smaps_rollup */
+	MT_SAMPLE_HEAP_ARENA,       /* mallinfo2 arena: heap obtained by sbrk/arenas */
+	MT_SAMPLE_HEAP_IN_USE,      /* mallinfo2 uordblks */
+	MT_SAMPLE_HEAP_FREE,        /* mallinfo2 fordblks */
+	MT_SAMPLE_HEAP_TRIMMABLE,   /* mallinfo2 keepcost */
+	MT_SAMPLE_HEAP_MMAPPED,     /* mallinfo2 hblkhd */
+	MT_SAMPLE_CGROUP_CURRENT,   /* bytes; 0 when unknown */
+	MT_SAMPLE_CGROUP_MAX,       /* bytes; 0 when unknown or unlimited */
+	MT_SAMPLE_FIELD_COUNT
+};
+
+/* Size bounds the reader checks; the writer never exceeds them. */
+#define MT_MAX_DEPTH 256
+#define MT_MAX_STRING 4096
+#define MT_MAX_BUILD_ID 64
+#define MT_MAX_SEGMENTS 64
+#define MT_MAX_VARINT 10 /* bytes in a uleb128 of a u64 */
+
+/* ---- Encoding helpers shared by writer and reader ---- */
+
+static inline uint64_t mt_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t mt_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Writes v as uleb128 at p (room for MT_MAX_VARINT bytes); returns the end. */
+static inline uint8_t *mt_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/*
+ * Reads a uleb128 from [*p, end). Returns 0 and advances *p, or -1 when the
+ * bytes end first or the value does not fit in 64 bits.
+ */
+static inline int mt_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	const uint8_t *q = *p;
+
+	while (q < end) {
+		uint8_t b = *q++;
+		if (shift == 63 && b > 1)
+			return -1;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+		shift += 7;
+		if (shift > 63)
+			return -1;
+	}
+	return -1;
+}
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bootstrap arena. dlsym() calls calloc() while memtrace is still looking
+ * up the real calloc, so those few early requests are served from a static
+ * buffer. Its blocks are never given back (free ignores them) and never
+ * traced: they belong to the loader, not to the program.
+ *
+ * Context: init, one thread. No locking: a compare-and-swap bump keeps it
+ * correct even if another thread should come in during start-up.
+ */
+#include "mt.h"
+
+#define BOOTSTRAP_SIZE (16 * 1024)
+
+static _Alignas(16) uint8_t arena[BOOTSTRAP_SIZE];
+static _Atomic size_t used;
+
+void *mt_bootstrap_alloc(size_t size)
+{
+	size_t need = (size + 15) & ~(size_t)15;
+	size_t old = atomic_load_explicit(&used, memory_order_relaxed);
+
+	do {
+		if (need > BOOTSTRAP_SIZE - old)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&used, &old, old + need));
+	/* static storage is zeroed: calloc's promise holds */
+	return arena + old;
+}
+
+bool mt_bootstrap_owns(const void *p)
+{
+	return (const uint8_t *)p >= arena && (const uint8_t *)p < arena + BOOTSTRAP_SIZE;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration from the environment (documented in docs/configuration.md).
+ * A bad value gets one line on stderr and the default; the program runs on.
+ *
+ * Context: init. Uses getenv and no allocation.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt.h"
+
+struct mt_config mt_config;
+
+static unsigned number(const char *name, unsigned def, unsigned lo, unsigned hi)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi || s[0] == '-') {
+		mt_say("%s=%s is not a number from %u to %u; using %u", name, s, lo, hi, def);
+		return def;
+	}
+	return (unsigned)v;
+}
+
+static bool flag(const char *name, bool def)
+{
+	const char *s = getenv(name);
+
+	if (!s || !*s)
+		return def;
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on"))
+		return true;
+	if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off"))
+		return false;
+	mt_say("%s=%s is not 0 or 1; using %d", name, s, def);
+	return def;
+}
+
+static void unwinder(void)
+{
+	const char *s = getenv("MEMTRACE_UNWIND");
+
+	mt_config.fast_unwind = true;
+	if (!s || !*s || !strcmp(s, "fast"))
+		return;
+	if (!strcmp(s, "libunwind"))
+		mt_config.fast_unwind = false;
+	else
+		mt_say("MEMTRACE_UNWIND=%s is not fast or libunwind; using fast", s);
+}
+
+void mt_config_load(void)
+{
+	const char *out = getenv("MEMTRACE_OUTPUT");
+
+	if (!out || !*out)
+		out = "trace.bin";
+	if (strlen(out) >= sizeof(mt_config.output) - 64) {
+		mt_say("MEMTRACE_OUTPUT is longer than %zu bytes; using trace.bin",
+		       sizeof(mt_config.output) - 64);
+		out = "trace.bin";
+	}
+	strcpy(mt_config.output, out);
+	mt_config.depth = number("MEMTRACE_DEPTH", 64, 1, MT_MAX_DEPTH);
+	mt_config.interval_ms = number("MEMTRACE_INTERVAL_MS", 10, 0, 3600 * 1000);
+	mt_config.stack_table_bits = number("MEMTRACE_STACK_TABLE_BITS", 20, 10, 28);
+	mt_config.trace_mmap = flag("MEMTRACE_MMAP", true);
+	unwinder();
+}

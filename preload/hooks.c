@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interposed allocation functions. Each is the same short path: call the
+ * real function, then, unless this thread is already inside memtrace (the
+ * guard) or tracing is off, record the event. Frees are recorded before the
+ * block is given back, allocations after they return, so that in the trace
+ * an address is never handed out again before its free.
+ *
+ * Context: hot path, any thread, any time from the loader's first malloc to
+ * the last free of exit.
+ * May not: change what the real function returns or leaves in errno.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mt.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Enters memtrace for one event, or says the call is to pass through. */
+static inline bool enter(void)
+{
+	if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON)) {
+		if (mt_self.guard || atomic_load(&mt_state) != MT_OFF_YET)
+			return false;
+		mt_init();
+		if (atomic_load(&mt_state) != MT_ON)
+			return false;
+	}
+	if (mt_self.guard)
+		return false;
+	mt_self.guard = true;
+	return true;
+}
+
+static inline void leave(int err)
+{
+	mt_self.guard = false;
+	errno = err;
+}
+
+static size_t product(size_t a, size_t b)
+{
+	size_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+/* Before the real functions are known: only dlsym's own requests come here. */
+static void *early(size_t size)
+{
+	mt_real_resolve();
+	return mt_bootstrap_alloc(size);
+}
+
+EXPORT void *malloc(size_t size)
+{
+	void *p;
+
+	if (MT_UNLIKELY(!mt_real.malloc))
+		return early(size);
+	if (!enter())
+		return mt_real.malloc(size);
+	p = mt_real.malloc(size);
+	int err = errno;
+	if (MT_LIKELY(p))
+		mt_rec_alloc(MT_FN_MALLOC, p, size);
+	else
+		mt_rec_fail(MT_FN_MALLOC, size, err);
+	leave(err);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
+		return;
+	if (MT_UNLIKELY(!mt_real.free))
+		mt_real_resolve();
+	if (!enter()) {
+		mt_real.free(p);
+		return;
+	}
+	int err = errno;
+	mt_rec_free(MT_FN_FREE, p);
+	mt_real.free(p);
+	leave(err);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	void *p;
+
+	if (MT_UNLIKELY(!mt_real.calloc))
+		return early(product(n, size));
+	if (!enter())
+		return mt_real.calloc(n, size);
+	p = mt_real.calloc(n, size);
+	int err = errno;
+	if (MT_LIKELY(p))
+		mt_rec_alloc(MT_FN_CALLOC, p, n * size);
+	else
+		mt_rec_fail(MT_FN_CALLOC, product(n, size), err);
+	leave(err);
+	return p;
+}
+
+/* realloc of a bootstrap block: move it to the real heap (never seen in practice). */
+static void *from_bootstrap(void *old, size_t size)
+{
+	void *p = malloc(size);
+
+	if (p)
+		memcpy(p, old, size);
+	return p;
+}
+
+static void *realloc_common(unsigned fn, void *old, size_t n, size_t size)
+{
+	size_t total = fn == MT_FN_REALLOCARRAY ? product(n, size) : size;
+	uint64_t t0;
+	void *p;
+
+	if (MT_UNLIKELY(mt_bootstrap_owns(old)))
+		return total == SIZE_MAX ? NULL : from_bootstrap(old, total);
+	if (MT_UNLIKELY(!mt_real.realloc))
+		mt_real_resolve();
+	if (!enter())
+		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
+						: mt_real.realloc(old, size);
+	t0 = mt_now();
+	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size) : mt_real.realloc(old, size);
+	int err = errno;
+	if (p || (old && total == 0))
+		mt_rec_realloc(fn, t0, old, p, total);
+	else
+		mt_rec_fail(fn, total, err);
+	leave(err);
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	return realloc_common(MT_FN_REALLOC, old, 1, size);
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	return realloc_common(MT_FN_REALLOCARRAY, old, n, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	int r;
+
+	if (MT_UNLIKELY(!mt_real.posix_memalign))
+		mt_real_resolve();
+	if (!enter())
+		return mt_real.posix_memalign(out, align, size);
+	r = mt_real.posix_memalign(out, align, size);
+	int err = errno;
+	if (r == 0)
+		mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
+	else
+		mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
+	leave(err);
+	return r;
+}
+
+/* The malloc-shaped aligned allocators differ only in the real function. */
+static void *aligned_common(unsigned fn, void *(*real)(size_t, size_t), size_t align,
+			    size_t size, size_t recorded)
+{
+	void *p;
+
+	if (!enter())
+		return real(align, size);
+	p = real(align, size);
+	int err = errno;
+	if (p)
+		mt_rec_alloc(fn, p, recorded);
+	else
+		mt_rec_fail(fn, recorded, err);
+	leave(err);
+	return p;
+}
+
+static void *valloc_real(size_t align, size_t size)
+{
+	(void)align;
+	return mt_real.valloc(size);
+}
+
+static void *pvalloc_real(size_t align, size_t size)
+{
+	(void)align;
+	return mt_real.pvalloc(size);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	mt_real_resolve();
+	return aligned_common(MT_FN_ALIGNED_ALLOC, mt_real.aligned_alloc, align, size, size);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	mt_real_resolve();
+	return aligned_common(MT_FN_MEMALIGN, mt_real.memalign, align, size, size);
+}
+
+EXPORT void *valloc(size_t size)
+{
+	mt_real_resolve();
+	return aligned_common(MT_FN_VALLOC, valloc_real, 0, size, size);
+}
+
+/* pvalloc hands out whole pages; the program may use all of them. */
+EXPORT void *pvalloc(size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t rounded = size > SIZE_MAX - page ? SIZE_MAX : (size + page - 1) / page * page;
+
+	mt_real_resolve();
+	return aligned_common(MT_FN_PVALLOC, pvalloc_real, 0, size, rounded ? rounded : page);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p || mt_bootstrap_owns(p))
+		return 0;
+	mt_real_resolve();
+	return mt_real.malloc_usable_size(p);
+}
+
+/* ---- anonymous mappings ---- */
+
+static void *mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr,
+			 size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+
+	if (MT_UNLIKELY(!real))
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (!(flags & MAP_ANONYMOUS) || !mt_config.trace_mmap || !enter())
+		return real(addr, len, prot, flags, fd, off);
+	p = real(addr, len, prot, flags, fd, off);
+	int err = errno;
+	if (p != MAP_FAILED)
+		mt_rec_mmap(MT_FN_MMAP, p, len, prot, flags);
+	else
+		mt_rec_fail(MT_FN_MMAP, len, err);
+	leave(err);
+	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(mt_real.mmap, addr, len, prot, flags, fd, off);
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(mt_real.mmap64, addr, len, prot, flags, fd, off);
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	if (MT_UNLIKELY(!mt_real.munmap))
+		return (int)syscall(SYS_munmap, addr, len);
+	if (!mt_config.trace_mmap || !enter())
+		return mt_real.munmap(addr, len);
+	int err = errno;
+	mt_rec_munmap(addr, len);
+	int r = mt_real.munmap(addr, len);
+	err = r < 0 ? errno : err;
+	leave(err);
+	return r;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
+{
+	void *want = NULL, *p;
+	uint64_t t0;
+	va_list ap;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (MT_UNLIKELY(!mt_real.mremap))
+		return (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
+	if (!mt_config.trace_mmap || !enter())
+		return mt_real.mremap(old, old_len, len, flags, want);
+	t0 = mt_now();
+	p = mt_real.mremap(old, old_len, len, flags, want);
+	int err = errno;
+	if (p != MAP_FAILED)
+		mt_rec_mremap(t0, old, old_len, p, len);
+	leave(err);
+	return p;
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of libmemtrace.so, shared by its files. Nothing here
+ * is exported: the version script (memtrace.map) exports only the
+ * interposed functions and memtrace_*.
+ *
+ * Contexts named in the comments of the capture side:
+ *   hot path      inside an interposed function, tracing on, guard set
+ *   slow path     the same, but allowed a system call (new chunk, new stack)
+ *   init          the first interposed call or the constructor, one thread
+ *   fork child    the pthread_atfork child handler, one thread
+ *   sampler       the sampler thread
+ */
+#ifndef MT_PRELOAD_H
+#define MT_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "memtrace/trace-format.h"
+
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define MT_HIDDEN __attribute__((visibility("hidden")))
+
+/* The largest record a hot-path event can produce, with its type and length. */
+#define MT_HOT_RECORD_MAX 96
+
+/* Per-thread state. Lives in static TLS: usable from a thread's first instruction. */
+struct mt_thread {
+	uint8_t *pos;     /* next free byte of the current chunk */
+	uint8_t *end;     /* end of the current chunk */
+	uint8_t *base;    /* the chunk's mapping, NULL when none */
+	uint64_t time;    /* time register: last record's time */
+	uint64_t addr;    /* address register: last address written */
+	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
+	struct mt_walk *walk;         /* unwind.c: the last two walks */
+	unsigned walk_flip;
+	uint32_t tid;
+	bool guard;       /* inside memtrace: interposed calls pass through */
+	bool key_set;     /* the thread-exit destructor is armed */
+};
+
+extern MT_TLS struct mt_thread mt_self;
+
+/* Tracing state of the process. */
+enum mt_state { MT_OFF_YET = 0, MT_STARTING, MT_ON, MT_DISABLED };
+extern _Atomic int mt_state;
+
+struct mt_config {
+	char output[4096]; /* the path as configured, %p not yet expanded */
+	unsigned depth;    /* frames per stack */
+	unsigned interval_ms; /* sampler period; 0 = no sampler */
+	unsigned stack_table_bits; /* log2 of the stack table's slots */
+	bool trace_mmap;
+	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
+};
+extern struct mt_config mt_config;
+
+/* Functions of the real allocator and libc, found with dlsym(RTLD_NEXT). */
+struct mt_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	void (*exit)(int) __attribute__((noreturn));
+	void (*_exit)(int) __attribute__((noreturn));
+	void (*_Exit)(int) __attribute__((noreturn));
+	int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void),
+			       void (*)(void), void (*)(void), void *);
+};
+extern struct mt_real mt_real;
+
+/* real.c: resolve mt_real once; safe to call from any interposed function. */
+MT_HIDDEN void mt_real_resolve(void);
+/* bootstrap.c: the static arena that serves dlsym's calloc before calloc is known. */
+MT_HIDDEN void *mt_bootstrap_alloc(size_t size);
+MT_HIDDEN bool mt_bootstrap_owns(const void *p);
+
+/* init.c */
+MT_HIDDEN void mt_init(void); /* init context; leaves mt_state ON or DISABLED */
+MT_HIDDEN void mt_disable(const char *why, int err); /* says why once, stops tracing */
+MT_HIDDEN void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+MT_HIDDEN uint64_t mt_monotonic_ns(void);
+MT_HIDDEN extern bool mt_use_tsc;
+
+/* Now, in the trace's ticks (trace-format.h, enum mt_clock). Hot path. */
+static inline uint64_t mt_now(void)
+{
+#if defined(__x86_64__)
+	if (MT_LIKELY(mt_use_tsc)) {
+		uint32_t lo, hi;
+		/* lfence: the read happens after every earlier instruction is done,
+		 * so an allocation's time is never before what it returned */
+		__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+		return (uint64_t)hi << 32 | lo;
+	}
+#endif
+	return mt_monotonic_ns();
+}
+
+/* config.c */
+MT_HIDDEN void mt_config_load(void);
+
+/* writer.c: the trace file and the per-thread chunks. */
+MT_HIDDEN int mt_writer_create(pid_t pid);  /* root: a new file; 0 or -errno */
+MT_HIDDEN int mt_writer_join(const char *token); /* exec'd: the parent's file */
+MT_HIDDEN void mt_writer_export_token(void); /* for exec'd descendants to join */
+MT_HIDDEN uint32_t mt_writer_new_instance(void);
+MT_HIDDEN void mt_writer_after_fork(void); /* fork child: drop the parent's chunks */
+MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk */
+MT_HIDDEN void mt_writer_thread_key(void);
+MT_HIDDEN extern uint32_t mt_instance;
+MT_HIDDEN extern pid_t mt_pid;
+
+/* Returns room for a record of at most need bytes, or NULL (tracing off). */
+static inline uint8_t *mt_room(size_t need)
+{
+	struct mt_thread *t = &mt_self;
+	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need))
+		return t->pos;
+	return mt_writer_room_slow(need);
+}
+
+/*
+ * Publishes a record whose payload was written at rec + 2 and ends at end
+ * (payload under 128 bytes: one length byte). The type byte goes last,
+ * after a compiler barrier: a reader of a killed process's chunk sees
+ * either the whole record or a zero type.
+ */
+static inline void mt_commit_small(uint8_t *rec, uint8_t type, uint8_t *end)
+{
+	rec[1] = (uint8_t)(end - rec - 2);
+	atomic_signal_fence(memory_order_release);
+	rec[0] = type;
+	mt_self.pos = end;
+}
+
+/* For records of any size: payload at rec + 4, length as 3 padded uleb128 bytes. */
+static inline void mt_commit_large(uint8_t *rec, uint8_t type, uint8_t *end)
+{
+	size_t len = (size_t)(end - rec - 4);
+	rec[1] = (uint8_t)(0x80 | (len & 0x7f));
+	rec[2] = (uint8_t)(0x80 | ((len >> 7) & 0x7f));
+	rec[3] = (uint8_t)((len >> 14) & 0x7f);
+	atomic_signal_fence(memory_order_release);
+	rec[0] = type;
+	mt_self.pos = end;
+}
+
+static inline uint8_t *mt_put_time(uint8_t *p, uint64_t now)
+{
+	p = mt_put_varint(p, mt_zigzag((int64_t)(now - mt_self.time)));
+	mt_self.time = now;
+	return p;
+}
+
+static inline uint8_t *mt_put_addr(uint8_t *p, uint64_t addr)
+{
+	p = mt_put_varint(p, mt_zigzag((int64_t)(addr - mt_self.addr)));
+	mt_self.addr = addr;
+	return p;
+}
+
+static inline uint8_t *mt_put_bytes(uint8_t *p, const void *s, size_t n)
+{
+	p = mt_put_varint(p, n);
+	__builtin_memcpy(p, s, n);
+	return p + n;
+}
+
+MT_HIDDEN extern uint32_t mt_module_gen; /* modules.c: bumped when one is unloaded */
+
+/* unwind.c: the stack walker. */
+/* Hot path: up to max frames of the caller's stack, innermost first, without
+ * memtrace's own, and their hash (the stack table's key). */
+MT_HIDDEN int mt_unwind(void **frames, int max, uint64_t *hash);
+MT_HIDDEN void mt_unwind_thread_gone(struct mt_thread *t);
+MT_HIDDEN void mt_unwind_init(void);
+MT_HIDDEN void mt_unwind_forget(void); /* a module went away: its rules may be stale */
+
+/*
+ * The stack hash, folded from the outermost frame inwards so that a walk
+ * that reuses the outer part of the previous one reuses its hash too.
+ */
+#define MT_HASH_SEED 0x9e3779b97f4a7c15u
+static inline uint64_t mt_hash_fold(uint64_t h, uintptr_t ip)
+{
+	h = (h ^ ip) * 0xbf58476d1ce4e5b9u;
+	return h ^ (h >> 31);
+}
+
+static inline uint64_t mt_hash_finish(uint64_t h, unsigned n)
+{
+	h = (h ^ n ^ ((uint64_t)mt_module_gen << 40)) * 0x94d049bb133111ebu;
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+static inline uint64_t mt_hash_frames(void *const *f, int n)
+{
+	uint64_t h = MT_HASH_SEED;
+
+	for (int i = n - 1; i >= 0; i--)
+		h = mt_hash_fold(h, (uintptr_t)f[i]);
+	return mt_hash_finish(h, (unsigned)n);
+}
+
+/* stacks.c: the process's stack table. */
+MT_HIDDEN uint32_t mt_stack_current(void); /* hot path: id of the caller's stack */
+MT_HIDDEN int mt_stacks_init(void);
+MT_HIDDEN void mt_stacks_after_fork(void);
+
+/* modules.c: the module map, written at start and whenever it changes. */
+MT_HIDDEN void mt_modules_init(void);
+MT_HIDDEN void mt_modules_check(void); /* slow path: anything loaded or unloaded? */
+MT_HIDDEN void mt_modules_after_fork(void);
+MT_HIDDEN bool mt_in_self(uintptr_t ip); /* ip inside libmemtrace.so */
+/* The executable segment's range of the object holding addr. */
+MT_HIDDEN bool mt_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
+/* process.c: the process record, fork and exit. */
+MT_HIDDEN void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_pid);
+MT_HIDDEN void mt_process_exit_record(unsigned how, int status);
+
+/* sampler.c */
+MT_HIDDEN void mt_sampler_start(void);
+MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
+
+/* events.c: record writers used by the interposed functions (hot path). */
+MT_HIDDEN void mt_rec_alloc(unsigned fn, void *p, size_t size);
+MT_HIDDEN void mt_rec_free(unsigned fn, void *p);
+MT_HIDDEN void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size_t size);
+MT_HIDDEN void mt_rec_fail(unsigned fn, size_t size, int err);
+MT_HIDDEN void mt_rec_mmap(unsigned fn, void *p, size_t len, int prot, int flags);
+MT_HIDDEN void mt_rec_munmap(void *p, size_t len);
+MT_HIDDEN void mt_rec_mremap(uint64_t t0, void *old, size_t old_len, void *p, size_t len);
+MT_HIDDEN void mt_rec_lost(unsigned reason, uint64_t count);
+
+#endif

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's own records: PROCESS when an instance starts, EXIT when it
+ * ends cleanly, and the interposed exit paths that tell how it ended.
+ *
+ * main's return value is caught by wrapping main in __libc_start_main (libc
+ * calls exit internally after main returns, out of reach of interposition).
+ * The EXIT record is written from this library's destructor, which runs in
+ * _dl_fini after the program's atexit handlers and the destructors of the
+ * libraries loaded after it: what is live then is what stays live at exit.
+ * Events after it are still recorded.
+ *
+ * Context: init, fork child, exit paths.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mt.h"
+
+/* glibc declares none of these in a header; this is the x86_64/aarch64 form. */
+int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
+		      void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
+		      void *stack_end);
+
+static int (*program_main)(int, char **, char **);
+static _Atomic int exit_how;
+static int exit_status;
+static _Atomic bool exit_written;
+
+static size_t read_file(const char *name, char *buf, size_t size)
+{
+	int f = open(name, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (f < 0)
+		return 0;
+	while (n < size) {
+		ssize_t r = read(f, buf + n, size - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(f);
+	return n;
+}
+
+void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_pid)
+{
+	static char exe[MT_MAX_STRING], cmd[MT_MAX_STRING];
+	ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
+	size_t cmd_len = read_file("/proc/self/cmdline", cmd, sizeof(cmd));
+	struct timespec rt;
+	uint8_t *rec, *q;
+
+	(void)parent_pid;
+	if (exe_len < 0)
+		exe_len = 0;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	rec = mt_room(64 + (size_t)exe_len + cmd_len + 8 * MT_MAX_VARINT);
+	if (!rec)
+		return;
+	q = mt_put_time(rec + 4, mt_now());
+	q = mt_put_varint(q, (uint64_t)mt_pid);
+	q = mt_put_varint(q, (uint64_t)getppid());
+	q = mt_put_varint(q, origin);
+	q = mt_put_varint(q, parent_instance);
+	q = mt_put_varint(q, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+	q = mt_put_bytes(q, exe, (size_t)exe_len);
+	q = mt_put_bytes(q, cmd, cmd_len);
+	q = mt_put_varint(q, mt_config.depth);
+	mt_commit_large(rec, MT_REC_PROCESS, q);
+}
+
+void mt_process_exit_record(unsigned how, int status)
+{
+	uint8_t *rec, *q;
+
+	if (atomic_load(&mt_state) != MT_ON || atomic_exchange(&exit_written, true))
+		return;
+	mt_sampler_sample(); /* the last figures before the end */
+	rec = mt_room(4 + 3 * MT_MAX_VARINT);
+	if (!rec)
+		return;
+	q = mt_put_time(rec + 2, mt_now());
+	q = mt_put_varint(q, how);
+	q = mt_put_varint(q, (uint32_t)status);
+	mt_commit_small(rec, MT_REC_EXIT, q);
+}
+
+__attribute__((destructor)) static void finish(void)
+{
+	bool guard = mt_self.guard;
+	int how = atomic_load(&exit_how);
+
+	mt_self.guard = true;
+	mt_process_exit_record(how ? (unsigned)how : MT_EXIT_UNKNOWN, exit_status);
+	mt_self.guard = guard;
+}
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	int r = program_main(argc, argv, envp);
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_MAIN_RETURN))
+		exit_status = r;
+	return r;
+}
+
+int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
+		      void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
+		      void *stack_end)
+{
+	mt_real_resolve();
+	program_main = main;
+	return mt_real.libc_start_main(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void exit(int status)
+{
+	int zero = 0;
+
+	if (atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_EXIT))
+		exit_status = status;
+	mt_real_resolve();
+	mt_real.exit(status);
+}
+
+static void underscore_exit(int status)
+{
+	bool guard = mt_self.guard;
+
+	mt_self.guard = true;
+	mt_process_exit_record(MT_EXIT_UNDERSCORE, status);
+	mt_self.guard = guard;
+}
+
+void _exit(int status)
+{
+	underscore_exit(status);
+	mt_real_resolve();
+	mt_real._exit(status);
+}
+
+void _Exit(int status)
+{
+	underscore_exit(status);
+	mt_real_resolve();
+	mt_real._Exit(status);
+}

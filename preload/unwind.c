@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stack walker. On x86_64 it walks frames itself with a cache of unwind
+ * rules, one 64-bit word per return address; libunwind does the walk when a
+ * frame is anything but ordinary, and on other architectures.
+ *
+ * Why: libunwind's unw_backtrace costs about 7 ns a frame here, and a
+ * memory profiler unwinds on every allocation. Almost every frame the
+ * compilers emit follows one rule: CFA = rsp or rbp + constant, the return
+ * address at CFA - 8, rbp either untouched or saved at a small offset below
+ * the CFA. Those rules are read once per return address from .eh_frame
+ * (found with libgcc's _Unwind_Find_FDE, the same lookup C++ exceptions
+ * use), packed into the cache, and then a frame costs a hash lookup and two
+ * loads. A frame whose rule does not fit (a DWARF expression, a signal
+ * frame, a huge frame) sends the whole stack to libunwind, which knows them
+ * all.
+ *
+ * Every load is checked against the thread's stack bounds, so a corrupt or
+ * unusual stack ends the walk early instead of faulting.
+ *
+ * Context: hot path. May not: allocate (the rule cache is one mmap made at
+ * start), take a lock on a cache hit.
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "mt.h"
+
+#if defined(__x86_64__)
+
+struct dwarf_eh_bases {
+	void *tbase;
+	void *dbase;
+	void *func;
+};
+/* libgcc_s, exported since GCC 3.0; declared in no installed header. */
+const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+
+/*
+ * A cache word: bits 0-47 the return address, bit 48 CFA base (0 rsp, 1 rbp),
+ * bits 49-60 CFA offset / 8, bits 61-63 where rbp is saved (k: at CFA - 8k;
+ * 0: not saved). CFA offset 0 marks the outermost frame (return address
+ * undefined); CFA offset field 0xfff, a frame only libunwind can step.
+ */
+#define RULE_BITS 16
+#define IP_MASK ((1ull << 48) - 1)
+#define OFF_FIELD(r) ((r) >> 49 & 0xfff)
+#define LIBUNWIND_ONLY 0xfffull
+static _Atomic uint64_t *rules;
+static uintptr_t libgcc_lo, libgcc_hi;
+
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA 16
+
+enum rule_kind { SAME = 0, AT_OFFSET, UNDEFINED, UNSUPPORTED };
+
+struct regrule {
+	uint8_t kind;
+	int64_t off;
+};
+
+struct cfa_state {
+	int cfa_reg;
+	int64_t cfa_off;
+	struct regrule rbp, ra;
+};
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+
+	mt_get_varint(p, end, &v);
+	return v;
+}
+
+static int64_t sleb(const uint8_t **p, const uint8_t *end)
+{
+	int64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b = 0x80;
+
+	while (*p < end && (b & 0x80)) {
+		b = *(*p)++;
+		if (shift < 64)
+			v |= (int64_t)(b & 0x7f) << shift;
+		shift += 7;
+	}
+	if (shift < 64 && (b & 0x40))
+		v |= -((int64_t)1 << shift);
+	return v;
+}
+
+/* Bytes taken by an encoded pointer (DW_EH_PE_*); -1 if unknown. */
+static int enc_size(uint8_t enc, const uint8_t **p, const uint8_t *end)
+{
+	if (enc == 0xff)
+		return 0;
+	switch (enc & 0x0f) {
+	case 0x00: return 8;
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	case 0x01: uleb(p, end); return 0;
+	case 0x09: sleb(p, end); return 0;
+	default: return -1;
+	}
+}
+
+static uint64_t read_udata(const uint8_t *p, uint8_t enc)
+{
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t u64;
+
+	switch (enc & 0x0f) {
+	case 0x02: case 0x0a: __builtin_memcpy(&u16, p, 2); return u16;
+	case 0x03: case 0x0b: __builtin_memcpy(&u32, p, 4); return u32;
+	default: __builtin_memcpy(&u64, p, 8); return u64;
+	}
+}
+
+static void set_rule(struct cfa_state *s, uint64_t reg, uint8_t kind, int64_t off)
+{
+	struct regrule r = { kind, off };
+
+	if (reg == DW_RBP)
+		s->rbp = r;
+	else if (reg == DW_RA)
+		s->ra = r;
+}
+
+/* Runs CFA instructions [p, end) up to address pc; loc is where they start. */
+static int run_cfa(struct cfa_state *s, const struct cfa_state *initial, const uint8_t *p,
+		   const uint8_t *end, uint64_t loc, uint64_t pc, uint64_t code_align,
+		   int64_t data_align)
+{
+	struct cfa_state stack[8];
+	int depth = 0;
+
+	while (p < end) {
+		uint8_t op = *p++;
+		uint8_t hi = op & 0xc0, low = op & 0x3f;
+		uint64_t reg, delta = 0;
+
+		if (hi == 0x40) {
+			delta = low * code_align;
+		} else if (hi == 0x80) {
+			set_rule(s, low, AT_OFFSET, (int64_t)uleb(&p, end) * data_align);
+			continue;
+		} else if (hi == 0xc0) {
+			if (low == DW_RBP)
+				s->rbp = initial->rbp;
+			else if (low == DW_RA)
+				s->ra = initial->ra;
+			continue;
+		} else {
+			switch (op) {
+			case 0x00: continue; /* nop */
+			case 0x02: if (p + 1 > end) return -1; delta = p[0] * code_align; p += 1; break;
+			case 0x03: if (p + 2 > end) return -1; delta = read_udata(p, 0x02) * code_align; p += 2; break;
+			case 0x04: if (p + 4 > end) return -1; delta = read_udata(p, 0x03) * code_align; p += 4; break;
+			case 0x05: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, (int64_t)uleb(&p, end) * data_align); continue;
+			case 0x11: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, sleb(&p, end) * data_align); continue;
+			case 0x2f: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, -(int64_t)uleb(&p, end) * data_align); continue;
+			case 0x06: reg = uleb(&p, end);
+				if (reg == DW_RBP) s->rbp = initial->rbp;
+				else if (reg == DW_RA) s->ra = initial->ra;
+				continue;
+			case 0x07: set_rule(s, uleb(&p, end), UNDEFINED, 0); continue;
+			case 0x08: set_rule(s, uleb(&p, end), SAME, 0); continue;
+			case 0x09: reg = uleb(&p, end); uleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
+			case 0x0a: if (depth == 8) return -1; stack[depth++] = *s; continue;
+			case 0x0b: if (!depth) return -1; *s = stack[--depth]; continue;
+			case 0x0c: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = (int64_t)uleb(&p, end); continue;
+			case 0x0d: s->cfa_reg = (int)uleb(&p, end); continue;
+			case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); continue;
+			case 0x12: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = sleb(&p, end) * data_align; continue;
+			case 0x13: s->cfa_off = sleb(&p, end) * data_align; continue;
+			case 0x0f: return -1; /* CFA by expression */
+			case 0x10: case 0x16: /* expression / val_expression */
+				reg = uleb(&p, end);
+				p += uleb(&p, end);
+				set_rule(s, reg, UNSUPPORTED, 0);
+				continue;
+			case 0x14: reg = uleb(&p, end); uleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
+			case 0x15: reg = uleb(&p, end); sleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
+			case 0x2e: uleb(&p, end); continue; /* GNU_args_size */
+			case 0x01: return -1; /* set_loc: rare, not worth decoding */
+			default: return -1;
+			}
+		}
+		if (loc + delta > pc)
+			return 0;
+		loc += delta;
+	}
+	return 0;
+}
+
+/* Reads the rule at pc from .eh_frame and packs it; 0 if it does not fit. */
+static uint64_t compute_rule(uint64_t ip)
+{
+	struct dwarf_eh_bases bases;
+	const uint8_t *fde = _Unwind_Find_FDE((void *)(ip - 1), &bases);
+	const uint8_t *cie, *p, *cie_end, *fde_end, *aug;
+	uint64_t code_align;
+	int64_t data_align;
+	uint8_t fde_enc = 0, version;
+	bool has_z = false;
+	uint32_t len;
+	int32_t cie_off;
+	struct cfa_state init = { 0 }, s;
+	int size;
+
+	if (!fde)
+		return 0;
+	__builtin_memcpy(&len, fde, 4);
+	if (len == 0xffffffffu || len == 0)
+		return 0;
+	fde_end = fde + 4 + len;
+	__builtin_memcpy(&cie_off, fde + 4, 4);
+	cie = fde + 4 - cie_off;
+	__builtin_memcpy(&len, cie, 4);
+	if (len == 0xffffffffu || len == 0)
+		return 0;
+	cie_end = cie + 4 + len;
+	p = cie + 8;
+	version = *p++;
+	aug = p;
+	while (p < cie_end && *p)
+		p++;
+	p++;
+	if (aug[0] == 'e' && aug[1] == 'h')
+		p += 8;
+	code_align = uleb(&p, cie_end);
+	data_align = sleb(&p, cie_end);
+	if (version == 1)
+		p++;
+	else
+		uleb(&p, cie_end);
+	for (const uint8_t *a = aug; *a; a++) {
+		if (*a == 'z') {
+			has_z = true;
+			uleb(&p, cie_end);
+		} else if (*a == 'R') {
+			fde_enc = *p++;
+		} else if (*a == 'P') {
+			uint8_t enc = *p++;
+			size = enc_size(enc, &p, cie_end);
+			if (size < 0)
+				return 0;
+			p += size;
+		} else if (*a == 'L') {
+			p++;
+		} else if (*a == 'S') {
+			return 0; /* a signal frame: libunwind knows the kernel's layout */
+		} else if (*a != 'B' && *a != 'G') {
+			return 0;
+		}
+	}
+	init.rbp.kind = SAME;
+	init.ra.kind = UNDEFINED;
+	if (run_cfa(&init, &init, p, cie_end, 0, 0, code_align, data_align) < 0)
+		return 0;
+	/* the FDE: pc_begin, pc_range, augmentation, instructions */
+	p = fde + 8;
+	size = enc_size(fde_enc, &p, fde_end);
+	if (size <= 0)
+		return 0;
+	p += size;
+	p += size; /* pc_range has the same size, format only */
+	if (has_z)
+		p += uleb(&p, fde_end);
+	s = init;
+	if (run_cfa(&s, &init, p, fde_end, (uintptr_t)bases.func, ip - 1, code_align, data_align) < 0)
+		return 0;
+
+	if (s.ra.kind == UNDEFINED)
+		return ip; /* outermost: CFA offset 0 */
+	if ((s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off <= 0 || s.cfa_off % 8 ||
+	    s.cfa_off >= (int64_t)(8 * LIBUNWIND_ONLY) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
+		return 0;
+	uint64_t k = 0;
+	if (s.rbp.kind == AT_OFFSET) {
+		if (s.rbp.off >= 0 || s.rbp.off % 8 || s.rbp.off < -56)
+			return 0;
+		k = (uint64_t)(-s.rbp.off / 8);
+	} else if (s.rbp.kind != SAME) {
+		return 0;
+	}
+	return ip | (uint64_t)(s.cfa_reg == DW_RBP) << 48 | (uint64_t)(s.cfa_off / 8) << 49 | k << 61;
+}
+
+static inline _Atomic uint64_t *slot(uint64_t ip)
+{
+	return &rules[(ip * 0x9e3779b97f4a7c15u) >> (64 - RULE_BITS)];
+}
+
+/* The thread's stack, so that no load leaves it. */
+static bool stack_bounds(struct mt_thread *t)
+{
+	pthread_attr_t attr;
+	void *lo;
+	size_t size;
+
+	if (t->stack_hi)
+		return t->stack_hi != 1;
+	t->stack_hi = 1; /* "unknown": libunwind for this thread */
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return false;
+	if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
+		t->stack_lo = (uintptr_t)lo;
+		t->stack_hi = (uintptr_t)lo + size;
+	}
+	pthread_attr_destroy(&attr);
+	return t->stack_hi != 1;
+}
+
+/*
+ * libgcc takes its object_mutex around a malloc while it sorts the FDEs of
+ * objects registered with __register_frame_info; asking _Unwind_Find_FDE for
+ * a rule from under it would deadlock. Such a stack has a libgcc frame.
+ */
+static bool from_libgcc(const uintptr_t *ips, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ips[i] >= libgcc_lo && ips[i] < libgcc_hi)
+			return true;
+	return false;
+}
+
+/*
+ * The last walk of a thread, as register states: state 0 is in mt_unwind
+ * itself, state i + 1 is what stepping out of state i gave. loaded[i] says
+ * how bp[i] was found: 0 carried over, k loaded from sp[i] - 8k. A new walk
+ * that reaches a state equal to one of these (same ip, sp and bp) would go
+ * on exactly as before if every stack word the old walk read above it still
+ * holds the same value; checking that takes independent loads, not a chain
+ * of rule lookups. Consecutive allocations share most of their stack, so
+ * most walks end after a few frames.
+ */
+#define WALK_MAX (MT_MAX_DEPTH + 16)
+struct mt_walk {
+	unsigned n;
+	uint32_t gen;
+	bool truncated; /* stopped at the frame limit, not at the outermost frame */
+	uintptr_t ip[WALK_MAX], sp[WALK_MAX], bp[WALK_MAX];
+	uint64_t h[WALK_MAX]; /* h[i]: hash folded from the outermost state down to i */
+	uint8_t loaded[WALK_MAX];
+};
+
+static bool suffix_holds(const struct mt_walk *w, unsigned j)
+{
+	bool ok = true;
+
+	for (unsigned i = j + 1; i < w->n; i++) {
+		const uintptr_t *ra = (const uintptr_t *)(w->sp[i] - 8);
+		ok &= *ra == w->ip[i];
+		if (w->loaded[i])
+			ok &= *(const uintptr_t *)(w->sp[i] - 8 * w->loaded[i]) == w->bp[i];
+	}
+	return ok;
+}
+
+static struct mt_walk *walks(struct mt_thread *t)
+{
+	if (MT_UNLIKELY(!t->walk)) {
+		void *p = mt_real.mmap(NULL, 2 * sizeof(struct mt_walk), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		t->walk = p;
+	}
+	return t->walk;
+}
+
+void mt_unwind_thread_gone(struct mt_thread *t)
+{
+	if (t->walk)
+		mt_real.munmap(t->walk, 2 * sizeof(struct mt_walk));
+	t->walk = NULL;
+}
+
+/* Walks the stack into cur, reusing what still holds of prev. 0, or -1 for libunwind. */
+static int walk(struct mt_thread *t, struct mt_walk *cur, const struct mt_walk *prev,
+		uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned max, unsigned *reused)
+{
+	unsigned n = 0, j = 0;
+	uint8_t loaded = 0;
+
+	*reused = 0;
+	for (;;) {
+		cur->ip[n] = ip;
+		cur->sp[n] = sp;
+		cur->bp[n] = bp;
+		cur->loaded[n] = loaded;
+		n++;
+		while (j < prev->n && prev->sp[j] < sp)
+			j++;
+		if (j < prev->n && prev->sp[j] == sp && prev->ip[j] == ip && prev->bp[j] == bp &&
+		    suffix_holds(prev, j)) {
+			unsigned copy = prev->n - j - 1;
+			if (copy > max - n)
+				copy = max - n;
+			__builtin_memcpy(&cur->ip[n], &prev->ip[j + 1], copy * sizeof(uintptr_t));
+			__builtin_memcpy(&cur->sp[n], &prev->sp[j + 1], copy * sizeof(uintptr_t));
+			__builtin_memcpy(&cur->bp[n], &prev->bp[j + 1], copy * sizeof(uintptr_t));
+			__builtin_memcpy(&cur->loaded[n], &prev->loaded[j + 1], copy);
+			if (copy == prev->n - j - 1 && !prev->truncated) {
+				/* the outer part is the old one, hashes included */
+				__builtin_memcpy(&cur->h[n], &prev->h[j + 1], copy * sizeof(uint64_t));
+				*reused = copy;
+				cur->n = n + copy;
+				cur->truncated = false;
+				return 0;
+			}
+			n += copy;
+			if (n == max) {
+				cur->n = n;
+				cur->truncated = true;
+				return 0;
+			}
+			/* the old walk was cut short; go on from its last state */
+			ip = cur->ip[n - 1];
+			sp = cur->sp[n - 1];
+			bp = cur->bp[n - 1];
+			j = prev->n;
+		}
+		if (n == max) {
+			cur->n = n;
+			cur->truncated = true;
+			return 0;
+		}
+
+		_Atomic uint64_t *s = slot(ip);
+		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
+		uintptr_t cfa, k;
+
+		if (MT_UNLIKELY((r & IP_MASK) != ip || !r)) {
+			if (from_libgcc(cur->ip, n))
+				return -1;
+			r = compute_rule(ip);
+			if (!r)
+				r = ip | LIBUNWIND_ONLY << 49;
+			atomic_store_explicit(s, r, memory_order_relaxed);
+		}
+		if (MT_UNLIKELY(OFF_FIELD(r) == LIBUNWIND_ONLY))
+			return -1;
+		if (!OFF_FIELD(r))
+			break; /* outermost frame */
+		cfa = ((r >> 48 & 1) ? bp : sp) + OFF_FIELD(r) * 8;
+		if (cfa <= sp || cfa > t->stack_hi)
+			break; /* not a stack we can trust */
+		k = r >> 61;
+		loaded = 0;
+		if (k && cfa - 8 * k >= t->stack_lo) {
+			bp = *(const uintptr_t *)(cfa - 8 * k);
+			loaded = (uint8_t)k;
+		}
+		ip = *(const uintptr_t *)(cfa - 8);
+		sp = cfa;
+		if (ip < 4096 || ip > IP_MASK)
+			break;
+	}
+	cur->n = n;
+	cur->truncated = false;
+	return 0;
+}
+
+static int fallback(void **frames, int max, uint64_t *hash)
+{
+	void *buf[WALK_MAX];
+	int n = unw_backtrace(buf, max + 16), skip = 0;
+
+	while (skip < n && mt_in_self((uintptr_t)buf[skip]))
+		skip++;
+	n -= skip;
+	if (n > max)
+		n = max;
+	__builtin_memcpy(frames, buf + skip, (size_t)n * sizeof(void *));
+	*hash = mt_hash_frames(frames, n);
+	return n;
+}
+
+__attribute__((noinline)) int mt_unwind(void **frames, int max, uint64_t *hash)
+{
+	struct mt_thread *t = &mt_self;
+	struct mt_walk *w, *cur, *prev;
+	uintptr_t ip, sp, bp;
+	unsigned reused, first, n, i;
+	uint64_t h;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	if (MT_UNLIKELY(!rules || !mt_config.fast_unwind || !stack_bounds(t) || sp < t->stack_lo || sp >= t->stack_hi ||
+			!(w = walks(t))))
+		return fallback(frames, max, hash);
+	prev = &w[t->walk_flip];
+	cur = &w[t->walk_flip ^ 1];
+	if (MT_UNLIKELY(prev->gen != mt_module_gen))
+		prev->n = 0;
+	if (MT_UNLIKELY(walk(t, cur, prev, ip, sp, bp, (unsigned)max + 16, &reused) < 0)) {
+		cur->n = 0;
+		return fallback(frames, max, hash);
+	}
+	cur->gen = mt_module_gen;
+	t->walk_flip ^= 1;
+	/* states 1.. are return addresses; the innermost ones are memtrace's own */
+	for (first = 1; first < cur->n && mt_in_self(cur->ip[first]); first++)
+		;
+	n = cur->n - first;
+	if (n > (unsigned)max || cur->truncated) {
+		if (n > (unsigned)max)
+			n = (unsigned)max;
+		for (i = 0; i < n; i++)
+			frames[i] = (void *)cur->ip[first + i];
+		*hash = mt_hash_frames(frames, (int)n);
+		return (int)n;
+	}
+	i = cur->n - reused;
+	h = i < cur->n ? cur->h[i] : MT_HASH_SEED;
+	while (i-- > first) {
+		h = mt_hash_fold(h, cur->ip[i]);
+		cur->h[i] = h;
+	}
+	for (i = 0; i < n; i++)
+		frames[i] = (void *)cur->ip[first + i];
+	*hash = mt_hash_finish(h, n);
+	return (int)n;
+}
+
+void mt_unwind_init(void)
+{
+	void *p = mt_real.mmap(NULL, sizeof(uint64_t) << RULE_BITS, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
+		rules = p == MAP_FAILED ? NULL : p;
+}
+
+void mt_unwind_forget(void)
+{
+	if (rules)
+		__builtin_memset((void *)rules, 0, sizeof(uint64_t) << RULE_BITS);
+}
+
+#else
+
+int mt_unwind(void **frames, int max, uint64_t *hash)
+{
+	void *buf[MT_MAX_DEPTH + 16];
+	int n = unw_backtrace(buf, max + 16), skip = 0;
+
+	while (skip < n && mt_in_self((uintptr_t)buf[skip]))
+		skip++;
+	n -= skip;
+	if (n > max)
+		n = max;
+	__builtin_memcpy(frames, buf + skip, (size_t)n * sizeof(void *));
+	*hash = mt_hash_frames(frames, n);
+	return n;
+}
+
+void mt_unwind_thread_gone(struct mt_thread *t)
+{
+	(void)t;
+}
+
+void mt_unwind_init(void)
+{
+}
+
+void mt_unwind_forget(void)
+{
+}
+
+#endif
