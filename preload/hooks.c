@@ -21,8 +21,6 @@
 
 #include "mt.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* Enters memtrace for one event, or says the call is to pass through. */
 static inline bool enter(void)
 {
@@ -59,7 +57,7 @@ static void *early(size_t size)
 	return mt_bootstrap_alloc(size);
 }
 
-EXPORT void *malloc(size_t size)
+MT_EXPORT void *malloc(size_t size)
 {
 	void *p;
 
@@ -77,7 +75,7 @@ EXPORT void *malloc(size_t size)
 	return p;
 }
 
-EXPORT void free(void *p)
+MT_EXPORT void free(void *p)
 {
 	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
 		return;
@@ -93,7 +91,7 @@ EXPORT void free(void *p)
 	leave(err);
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+MT_EXPORT void *calloc(size_t n, size_t size)
 {
 	void *p;
 
@@ -145,17 +143,17 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size)
 	return p;
 }
 
-EXPORT void *realloc(void *old, size_t size)
+MT_EXPORT void *realloc(void *old, size_t size)
 {
 	return realloc_common(MT_FN_REALLOC, old, 1, size);
 }
 
-EXPORT void *reallocarray(void *old, size_t n, size_t size)
+MT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	return realloc_common(MT_FN_REALLOCARRAY, old, n, size);
 }
 
-EXPORT int posix_memalign(void **out, size_t align, size_t size)
+MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	int r;
 
@@ -203,26 +201,26 @@ static void *pvalloc_real(size_t align, size_t size)
 	return mt_real.pvalloc(size);
 }
 
-EXPORT void *aligned_alloc(size_t align, size_t size)
+MT_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
 	mt_real_resolve();
 	return aligned_common(MT_FN_ALIGNED_ALLOC, mt_real.aligned_alloc, align, size, size);
 }
 
-EXPORT void *memalign(size_t align, size_t size)
+MT_EXPORT void *memalign(size_t align, size_t size)
 {
 	mt_real_resolve();
 	return aligned_common(MT_FN_MEMALIGN, mt_real.memalign, align, size, size);
 }
 
-EXPORT void *valloc(size_t size)
+MT_EXPORT void *valloc(size_t size)
 {
 	mt_real_resolve();
 	return aligned_common(MT_FN_VALLOC, valloc_real, 0, size, size);
 }
 
 /* pvalloc hands out whole pages; the program may use all of them. */
-EXPORT void *pvalloc(size_t size)
+MT_EXPORT void *pvalloc(size_t size)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t rounded = size > SIZE_MAX - page ? SIZE_MAX : (size + page - 1) / page * page;
@@ -231,7 +229,7 @@ EXPORT void *pvalloc(size_t size)
 	return aligned_common(MT_FN_PVALLOC, pvalloc_real, 0, size, rounded ? rounded : page);
 }
 
-EXPORT size_t malloc_usable_size(void *p)
+MT_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p || mt_bootstrap_owns(p))
 		return 0;
@@ -260,17 +258,17 @@ static void *mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), vo
 	return p;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return mmap_common(mt_real.mmap, addr, len, prot, flags, fd, off);
 }
 
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return mmap_common(mt_real.mmap64, addr, len, prot, flags, fd, off);
 }
 
-EXPORT int munmap(void *addr, size_t len)
+MT_EXPORT int munmap(void *addr, size_t len)
 {
 	if (MT_UNLIKELY(!mt_real.munmap))
 		return (int)syscall(SYS_munmap, addr, len);
@@ -284,7 +282,7 @@ EXPORT int munmap(void *addr, size_t len)
 	return r;
 }
 
-EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
+MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 {
 	void *want = NULL, *p;
 	uint64_t t0;

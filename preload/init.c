@@ -107,6 +107,12 @@ void mt_init(void)
 	mt_self.guard = true;
 	mt_real_resolve();
 	mt_config_load();
+	if (!mt_malloc_is_ours()) {
+		/* stay out of the way entirely: no file, no thread, no environment */
+		mt_say("the program's own malloc comes before memtrace's; nothing to trace");
+		atomic_store(&mt_state, MT_DISABLED);
+		goto out;
+	}
 	mt_use_tsc = tsc_usable();
 	mt_pid = getpid();
 	token = getenv("MEMTRACE_TREE");

@@ -27,6 +27,7 @@
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MT_TLS __thread __attribute__((tls_model("initial-exec")))
 #define MT_HIDDEN __attribute__((visibility("hidden")))
+#define MT_EXPORT __attribute__((visibility("default")))
 
 /* The largest record a hot-path event can produce, with its type and length. */
 #define MT_HOT_RECORD_MAX 96
@@ -92,6 +93,10 @@ MT_HIDDEN void mt_real_resolve(void);
 /* bootstrap.c: the static arena that serves dlsym's calloc before calloc is known. */
 MT_HIDDEN void *mt_bootstrap_alloc(size_t size);
 MT_HIDDEN bool mt_bootstrap_owns(const void *p);
+
+/* precedence.c: false when the program's own malloc (in the executable or a
+ * library before this one) takes precedence: then nothing reaches the hooks. */
+MT_HIDDEN bool mt_malloc_is_ours(void);
 
 /* init.c */
 MT_HIDDEN void mt_init(void); /* init context; leaves mt_state ON or DISABLED */

@@ -109,16 +109,16 @@ static int main_wrapper(int argc, char **argv, char **envp)
 	return r;
 }
 
-int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
-		      void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
-		      void *stack_end)
+MT_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
+				void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
+				void *stack_end)
 {
 	mt_real_resolve();
 	program_main = main;
 	return mt_real.libc_start_main(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
-void exit(int status)
+MT_EXPORT void exit(int status)
 {
 	int zero = 0;
 
@@ -137,14 +137,14 @@ static void underscore_exit(int status)
 	mt_self.guard = guard;
 }
 
-void _exit(int status)
+MT_EXPORT void _exit(int status)
 {
 	underscore_exit(status);
 	mt_real_resolve();
 	mt_real._exit(status);
 }
 
-void _Exit(int status)
+MT_EXPORT void _Exit(int status)
 {
 	underscore_exit(status);
 	mt_real_resolve();

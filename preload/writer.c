@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,6 +63,14 @@ static void mapped_remove(uintptr_t p, uint32_t hint)
 		if (atomic_compare_exchange_strong(&mapped[s], &want, 0))
 			return;
 	}
+}
+
+static bool past_size_limit(uint64_t end)
+{
+	struct rlimit lim;
+
+	return getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+	       end > lim.rlim_cur;
 }
 
 /* path = MEMTRACE_OUTPUT with %p replaced by the pid, made absolute. */
@@ -134,7 +143,7 @@ int mt_writer_create(pid_t pid)
 		return r;
 	}
 	chunk_size = MT_CHUNK_SIZE_DEFAULT;
-	r = posix_fallocate(fd, 0, MT_HEADER_SIZE);
+	r = past_size_limit(MT_HEADER_SIZE) ? EFBIG : posix_fallocate(fd, 0, MT_HEADER_SIZE);
 	if (r == 0)
 		r = -map_header();
 	if (r != 0) {
@@ -258,6 +267,12 @@ uint8_t *mt_writer_room_slow(size_t need)
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	release_chunk(t);
 	off = atomic_fetch_add((_Atomic uint64_t *)&header->next_chunk, chunk_size);
+	if (past_size_limit(off + chunk_size)) {
+		/* extending would raise SIGXFSZ, which kills by default */
+		mt_disable("the trace would pass the file size limit (ulimit -f)", 0);
+		errno = saved;
+		return NULL;
+	}
 	r = posix_fallocate(fd, (off_t)off, chunk_size);
 	if (r != 0) {
 		mt_disable("cannot extend the trace file", r);
