@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memtrace: the command-line front end. Picks the command and maps nothing
+ * itself; each command (commands.h) parses its own arguments and returns
+ * the exit status: 0 ok, 1 usage, 2 unreadable trace.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: memtrace COMMAND [ARGS...]\n"
+	      "\n"
+	      "commands:\n"
+	      "  run [-o FILE] [--depth N] [--interval MS] [--no-mmap] -- PROGRAM [ARGS...]\n"
+	      "                          run PROGRAM under the tracer (trace.bin by default)\n"
+	      "  dump [--summary] [--json] FILE\n"
+	      "                          print a trace's records and a per process summary\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "dump"))
+		return mt_cmd_dump(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "run"))
+		return mt_cmd_run(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return MT_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("memtrace %s\n", MT_VERSION);
+		return MT_EXIT_OK;
+	}
+	fprintf(stderr, "memtrace: unknown command %s\n", argv[1]);
+	usage(stderr);
+	return MT_EXIT_USAGE;
+}

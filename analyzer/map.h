@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hash map from a 64-bit key to a fixed-size value stored in place, for
+ * the analyzer's tables (live blocks, stacks, per-stack figures). Open
+ * addressing with linear probing and backward-shift deletion, so deleting
+ * leaves no tombstones and a long replay does not slow down.
+ *
+ * May not: print. A value pointer is valid until the next put or delete.
+ */
+#ifndef MEMTRACE_ANALYZER_MAP_H
+#define MEMTRACE_ANALYZER_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mt_map {
+	uint64_t *keys;
+	uint8_t *used;
+	uint8_t *vals;
+	size_t vsize;
+	size_t cap; /* a power of two, or 0 */
+	size_t count;
+};
+
+void mt_map_init(struct mt_map *m, size_t vsize);
+void mt_map_free(struct mt_map *m);
+void *mt_map_get(const struct mt_map *m, uint64_t key);
+/* The value of key, created zeroed if absent (*created says which); NULL without memory. */
+void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
+/* Removes key; false when it was not there. */
+bool mt_map_del(struct mt_map *m, uint64_t key);
+/* Iteration: for (size_t i = 0; mt_map_next(m, &i, &key, &val);) */
+bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val);
+/* A deep copy of src into dst (dst uninitialised); -ENOMEM. */
+int mt_map_copy(struct mt_map *dst, const struct mt_map *src);
+
+#endif

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace reader (see reader.h): header checks, chunk walking, record
+ * decoding. The file is only ever read through bounds-checked helpers; the
+ * varint decoder is the one in trace-format.h.
+ *
+ * May not: print, abort, or loop on anything but the bytes it has (every
+ * loop advances through the mapped file or stops at a checked count).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the trace format is little-endian and this reader copies it as is"
+#endif
+
+/* Bounds the header and chunk sizes a reader accepts, so a corrupt header cannot ask for silly work. */
+#define MAX_HEADER_SIZE (1u << 20)
+#define MAX_CHUNK_SIZE (1u << 30)
+
+__attribute__((format(printf, 4, 5)))
+static int fail(struct mt_error *err, int code, uint64_t offset, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->offset = offset;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static const char *const record_names[MT_REC_TYPE_COUNT] = {
+	[MT_REC_PROCESS] = "PROCESS", [MT_REC_MODULE] = "MODULE",
+	[MT_REC_MODULE_GONE] = "MODULE_GONE", [MT_REC_STACK] = "STACK",
+	[MT_REC_ALLOC] = "ALLOC", [MT_REC_FREE] = "FREE",
+	[MT_REC_REALLOC] = "REALLOC", [MT_REC_FAIL] = "FAIL",
+	[MT_REC_MMAP] = "MMAP", [MT_REC_MUNMAP] = "MUNMAP",
+	[MT_REC_MREMAP] = "MREMAP", [MT_REC_SAMPLE] = "SAMPLE",
+	[MT_REC_EXIT] = "EXIT", [MT_REC_LOST] = "LOST",
+};
+
+static const char *const fn_names[MT_FN_COUNT] = {
+	[MT_FN_MALLOC] = "malloc", [MT_FN_CALLOC] = "calloc",
+	[MT_FN_REALLOC] = "realloc", [MT_FN_REALLOCARRAY] = "reallocarray",
+	[MT_FN_POSIX_MEMALIGN] = "posix_memalign", [MT_FN_ALIGNED_ALLOC] = "aligned_alloc",
+	[MT_FN_MEMALIGN] = "memalign", [MT_FN_VALLOC] = "valloc",
+	[MT_FN_PVALLOC] = "pvalloc", [MT_FN_FREE] = "free",
+	[MT_FN_MMAP] = "mmap", [MT_FN_MUNMAP] = "munmap", [MT_FN_MREMAP] = "mremap",
+};
+
+const char *mt_record_name(unsigned type)
+{
+	return type < MT_REC_TYPE_COUNT ? record_names[type] : NULL;
+}
+
+const char *mt_fn_name(uint64_t fn)
+{
+	return fn < MT_FN_COUNT ? fn_names[fn] : NULL;
+}
+
+bool mt_record_is_event(unsigned type)
+{
+	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
+}
+
+static int check_header(struct mt_trace *t, struct mt_error *err)
+{
+	const struct mt_file_header *h = &t->header;
+	uint64_t body;
+
+	if (t->size == 0)
+		return fail(err, -EBADMSG, 0, "the file is empty, not a memtrace trace");
+	if (t->size < sizeof(h->magic) || memcmp(t->data, MT_FILE_MAGIC, sizeof(h->magic)))
+		return fail(err, -EBADMSG, 0, "not a memtrace trace (no MEMTRACE magic)");
+	if (t->size < sizeof(*h))
+		return fail(err, -EBADMSG, t->size, "the file ends inside its header");
+	memcpy(&t->header, t->data, sizeof(*h));
+	if (h->byte_order != MT_BYTE_ORDER_MARK) {
+		if (h->byte_order == __builtin_bswap32(MT_BYTE_ORDER_MARK))
+			return fail(err, -EPROTONOSUPPORT, 20, "the trace is big-endian; memtrace reads little-endian traces");
+		return fail(err, -EBADMSG, 20, "bad byte order mark 0x%08x", h->byte_order);
+	}
+	if (h->version > MT_FORMAT_VERSION)
+		return fail(err, -EPROTONOSUPPORT, 8,
+			    "trace format version %u is newer than this memtrace reads (%u)",
+			    h->version, MT_FORMAT_VERSION);
+	if (h->version == 0)
+		return fail(err, -EBADMSG, 8, "bad format version 0");
+	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
+		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
+	if (h->chunk_size < 4096 || h->chunk_size % 4096 || h->chunk_size > MAX_CHUNK_SIZE)
+		return fail(err, -EBADMSG, 16, "bad chunk size %u (not a multiple of 4096)", h->chunk_size);
+	if (t->size < h->header_size)
+		return fail(err, -EBADMSG, t->size, "the file ends inside its %u-byte header",
+			    h->header_size);
+	body = t->size - h->header_size;
+	t->chunk_count = body / h->chunk_size;
+	/* The writer extends the file a whole chunk at a time: a part chunk means the file was cut. */
+	t->truncated = body % h->chunk_size != 0;
+	return 0;
+}
+
+void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns)
+{
+	if (!fit->pairs || ticks < fit->lo_ticks) {
+		fit->lo_ticks = ticks;
+		fit->lo_ns = ns;
+	}
+	if (!fit->pairs || ticks > fit->hi_ticks) {
+		fit->hi_ticks = ticks;
+		fit->hi_ns = ns;
+	}
+	fit->pairs++;
+}
+
+uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
+{
+	long double rate = 1.0L;
+
+	if (fit->clock == MT_CLOCK_MONOTONIC_NS || !fit->pairs)
+		return ticks;
+	if (fit->hi_ticks > fit->lo_ticks)
+		rate = ((long double)fit->hi_ns - (long double)fit->lo_ns) /
+		       (long double)(fit->hi_ticks - fit->lo_ticks);
+	return (uint64_t)((long double)fit->lo_ns +
+			  ((long double)ticks - (long double)fit->lo_ticks) * rate);
+}
+
+/* The chunk headers' clock pairs: one read per chunk, no records. */
+static void fit_chunks(struct mt_trace *t)
+{
+	t->fit.clock = t->header.clock;
+	for (uint64_t i = 0; i < t->chunk_count; i++) {
+		struct mt_chunk_header ch;
+		memcpy(&ch, t->data + t->header.header_size + i * (uint64_t)t->header.chunk_size, sizeof(ch));
+		if (ch.magic == MT_CHUNK_MAGIC)
+			mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
+	}
+}
+
+int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+{
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->data = data;
+	t->size = size;
+	r = check_header(t, err);
+	if (r == 0)
+		fit_chunks(t);
+	return r;
+}
+
+int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
+{
+	struct stat st;
+	void *p = NULL;
+	int fd, r;
+
+	memset(t, 0, sizeof(*t));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, -errno, 0, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = fail(err, -errno, 0, "cannot stat: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = fail(err, -EINVAL, 0, "not a regular file");
+		goto out;
+	}
+	if (st.st_size > 0) {
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			r = fail(err, -errno, 0, "cannot map: %s", strerror(errno));
+			goto out;
+		}
+	}
+	r = mt_reader_open_memory(t, p, (size_t)st.st_size, err);
+	t->mapped = p != NULL;
+	if (r < 0)
+		mt_reader_close(t);
+out:
+	close(fd);
+	return r;
+}
+
+void mt_reader_close(struct mt_trace *t)
+{
+	if (t->mapped)
+		munmap((void *)t->data, t->size);
+	memset(t, 0, sizeof(*t));
+}
+
+uint64_t mt_reader_chunk_slots(const struct mt_trace *t)
+{
+	return t->chunk_count + (t->truncated ? 1 : 0);
+}
+
+int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
+		    struct mt_error *err)
+{
+	struct mt_chunk_header ch;
+	uint64_t off = t->header.header_size + index * (uint64_t)t->header.chunk_size;
+
+	if (index >= t->chunk_count) {
+		if (index == t->chunk_count && t->truncated)
+			return fail(err, -EBADMSG, off,
+				    "the file ends inside a chunk (%llu of its %u bytes are there): it was cut short",
+				    (unsigned long long)(t->size - off), t->header.chunk_size);
+		return fail(err, -ERANGE, off, "no chunk %llu in the file", (unsigned long long)index);
+	}
+	memcpy(&ch, t->data + off, sizeof(ch));
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->offset = off;
+	if (ch.magic == 0)
+		return 0; /* claimed by a writer that never got to write it */
+	if (ch.magic != MT_CHUNK_MAGIC)
+		return fail(err, -EBADMSG, off, "bad chunk magic 0x%08x", ch.magic);
+	out->instance = ch.instance;
+	out->pid = ch.pid;
+	out->tid = ch.tid;
+	out->base_ticks = ch.base_ticks;
+	out->base_ns = ch.base_ns;
+	return 1;
+}
+
+int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index,
+		   struct mt_error *err)
+{
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->trace = t;
+	r = mt_reader_chunk(t, index, &c->chunk, err);
+	if (r <= 0) {
+		c->done = true;
+		return r;
+	}
+	c->pos = t->data + c->chunk.offset + sizeof(struct mt_chunk_header);
+	c->end = t->data + c->chunk.offset + t->header.chunk_size;
+	c->time = c->chunk.base_ticks;
+	c->addr = 0;
+	return 1;
+}
+
+/* Payload decoder: a failed read marks it bad and returns 0; the caller checks once. */
+struct dec {
+	const uint8_t *p, *end;
+	unsigned field; /* fields read so far, to name the one that failed */
+	bool bad;
+};
+
+static uint64_t u(struct dec *d)
+{
+	uint64_t v = 0;
+
+	if (d->bad || mt_get_varint(&d->p, d->end, &v) < 0) {
+		d->bad = true;
+		return 0;
+	}
+	d->field++;
+	return v;
+}
+
+static int64_t z(struct dec *d)
+{
+	return mt_unzigzag(u(d));
+}
+
+static struct mt_bytes bytes(struct dec *d, uint32_t max)
+{
+	struct mt_bytes b = { NULL, 0 };
+	uint64_t n = u(d);
+
+	if (d->bad)
+		return b;
+	if (n > max || n > (uint64_t)(d->end - d->p)) {
+		d->bad = true;
+		return b;
+	}
+	b.data = d->p;
+	b.len = (uint32_t)n;
+	d->p += n;
+	return b;
+}
+
+static void time_field(struct dec *d, struct mt_cursor *c)
+{
+	int64_t dt = z(d);
+
+	if (!d->bad)
+		c->time += (uint64_t)dt;
+}
+
+static uint64_t addr_field(struct dec *d, struct mt_cursor *c)
+{
+	int64_t da = z(d);
+
+	if (d->bad)
+		return 0;
+	c->addr += (uint64_t)da;
+	return c->addr;
+}
+
+static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	uint64_t n;
+
+	switch (rec->type) {
+	case MT_REC_PROCESS:
+		time_field(d, c);
+		rec->u.process.pid = u(d);
+		rec->u.process.ppid = u(d);
+		rec->u.process.origin = u(d);
+		rec->u.process.parent_instance = u(d);
+		rec->u.process.realtime = u(d);
+		rec->u.process.exe = bytes(d, MT_MAX_STRING);
+		rec->u.process.cmdline = bytes(d, MT_MAX_STRING);
+		rec->u.process.depth = u(d);
+		break;
+	case MT_REC_MODULE:
+		time_field(d, c);
+		rec->u.module.base = u(d);
+		rec->u.module.path = bytes(d, MT_MAX_STRING);
+		rec->u.module.build_id = bytes(d, MT_MAX_BUILD_ID);
+		n = u(d);
+		if (!d->bad && n > MT_MAX_SEGMENTS)
+			return fail(err, -EBADMSG, rec->offset, "MODULE record with %llu segments (at most %d)",
+				    (unsigned long long)n, MT_MAX_SEGMENTS);
+		rec->u.module.nseg = (uint32_t)n;
+		for (uint32_t i = 0; i < rec->u.module.nseg && !d->bad; i++) {
+			rec->u.module.seg[i].vaddr = u(d);
+			rec->u.module.seg[i].memsz = u(d);
+			rec->u.module.seg[i].flags = u(d);
+		}
+		break;
+	case MT_REC_MODULE_GONE:
+		time_field(d, c);
+		rec->u.module_gone.base = u(d);
+		rec->u.module_gone.gen = u(d);
+		break;
+	case MT_REC_STACK:
+		rec->u.stack.id = u(d);
+		rec->u.stack.gen = u(d);
+		n = u(d);
+		if (!d->bad && n > MT_MAX_DEPTH)
+			return fail(err, -EBADMSG, rec->offset, "STACK record with %llu frames (at most %d)",
+				    (unsigned long long)n, MT_MAX_DEPTH);
+		rec->u.stack.n = (uint32_t)n;
+		for (uint32_t i = 0; i < rec->u.stack.n && !d->bad; i++)
+			rec->u.stack.frames[i] = i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
+		break;
+	case MT_REC_ALLOC:
+		time_field(d, c);
+		rec->u.alloc.fn = u(d);
+		rec->u.alloc.addr = addr_field(d, c);
+		rec->u.alloc.size = u(d);
+		rec->u.alloc.stack = u(d);
+		break;
+	case MT_REC_FREE:
+		time_field(d, c);
+		rec->u.free.fn = u(d);
+		rec->u.free.addr = addr_field(d, c);
+		break;
+	case MT_REC_REALLOC:
+		time_field(d, c);
+		rec->u.realloc.t0 = c->time - u(d);
+		rec->u.realloc.fn = u(d);
+		rec->u.realloc.old = addr_field(d, c);
+		rec->u.realloc.addr = addr_field(d, c);
+		rec->u.realloc.size = u(d);
+		rec->u.realloc.stack = u(d);
+		break;
+	case MT_REC_FAIL:
+		time_field(d, c);
+		rec->u.fail.fn = u(d);
+		rec->u.fail.size = u(d);
+		rec->u.fail.stack = u(d);
+		rec->u.fail.err = u(d);
+		break;
+	case MT_REC_MMAP:
+		time_field(d, c);
+		rec->u.mmap.fn = u(d);
+		rec->u.mmap.addr = addr_field(d, c);
+		rec->u.mmap.len = u(d);
+		rec->u.mmap.prot = u(d);
+		rec->u.mmap.flags = u(d);
+		rec->u.mmap.stack = u(d);
+		break;
+	case MT_REC_MUNMAP:
+		time_field(d, c);
+		rec->u.munmap.addr = addr_field(d, c);
+		rec->u.munmap.len = u(d);
+		break;
+	case MT_REC_MREMAP:
+		time_field(d, c);
+		rec->u.mremap.t0 = c->time - u(d);
+		rec->u.mremap.old = addr_field(d, c);
+		rec->u.mremap.old_len = u(d);
+		rec->u.mremap.addr = addr_field(d, c);
+		rec->u.mremap.len = u(d);
+		rec->u.mremap.stack = u(d);
+		break;
+	case MT_REC_SAMPLE:
+		time_field(d, c);
+		rec->u.sample.ns = u(d);
+		n = u(d);
+		rec->u.sample.n = n;
+		/* each value takes a byte at least, so the payload bounds this loop */
+		for (uint64_t i = 0; i < n && !d->bad; i++) {
+			uint64_t v = u(d);
+			if (i < MT_SAMPLE_FIELD_COUNT)
+				rec->u.sample.values[i] = v;
+		}
+		break;
+	case MT_REC_EXIT:
+		time_field(d, c);
+		rec->u.exit.how = u(d);
+		rec->u.exit.status = u(d);
+		break;
+	case MT_REC_LOST:
+		rec->u.lost.reason = u(d);
+		rec->u.lost.count = u(d);
+		break;
+	default:
+		return 0; /* unknown: skipped by its length */
+	}
+	if (d->bad)
+		return fail(err, -EBADMSG, rec->offset,
+			    "%s record: field %u is cut off by the record's length or is not a valid varint",
+			    record_names[rec->type], d->field + 1);
+	return 0;
+}
+
+int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
+{
+	const uint8_t *p = c->pos, *payload;
+	uint64_t len, off;
+	struct dec d;
+	int r;
+
+	if (c->done || p >= c->end || *p == MT_REC_END_OF_DATA) {
+		c->done = true;
+		return 0;
+	}
+	off = (uint64_t)(p - c->trace->data);
+	payload = p + 1;
+	if (mt_get_varint(&payload, c->end, &len) < 0) {
+		c->done = true;
+		return fail(err, -EBADMSG, off, "record length is not a valid varint or runs past its chunk");
+	}
+	if (len > (uint64_t)(c->end - payload)) {
+		c->done = true;
+		return fail(err, -EBADMSG, off,
+			    "record of %llu bytes runs past the end of its chunk (%zu bytes left)",
+			    (unsigned long long)len, (size_t)(c->end - payload));
+	}
+	rec->type = *p;
+	rec->offset = off;
+	rec->length = (uint32_t)len;
+	rec->chunk = &c->chunk;
+	d = (struct dec){ .p = payload, .end = payload + len };
+	r = decode(c, rec, &d, err);
+	if (r < 0) {
+		c->done = true;
+		return r;
+	}
+	rec->time = c->time;
+	c->pos = payload + len; /* payload bytes past the known fields are ignored */
+	return 1;
+}

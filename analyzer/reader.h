@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace reader: maps a trace read-only, checks its file header, walks
+ * its chunks and decodes records into struct mt_record
+ * (docs/trace-format.md).
+ *
+ * It may not print, allocate per record, or trust a single byte of the
+ * file: every length and count is checked against the chunk it lives in.
+ * Errors are negative errno with struct mt_error naming the byte offset.
+ * What a killed process leaves behind (a zero type byte, chunks claimed but
+ * never written) is a clean end, not an error.
+ */
+#ifndef MEMTRACE_ANALYZER_READER_H
+#define MEMTRACE_ANALYZER_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <memtrace/trace-format.h>
+
+struct mt_error {
+	uint64_t offset;   /* byte offset in the file of what is wrong */
+	char message[192]; /* what is wrong, without the offset */
+};
+
+/*
+ * Ticks to CLOCK_MONOTONIC ns: the straight line through the earliest and
+ * the latest (ticks, ns) pair seen (chunk headers, SAMPLE records). With
+ * clock 0 ticks are ns already. With one pair only, the rate is unknown and
+ * taken as 1.
+ */
+struct mt_clock_fit {
+	uint32_t clock; /* enum mt_clock */
+	uint64_t pairs;
+	uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
+};
+
+void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns);
+uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks);
+
+struct mt_trace {
+	const uint8_t *data; /* the whole file */
+	size_t size;
+	bool mapped;         /* data is our mmap (else the caller's memory) */
+	struct mt_file_header header; /* a copy: a live writer may still change next_chunk */
+	struct mt_clock_fit fit;      /* from the chunk headers (replay adds SAMPLE pairs) */
+	uint64_t chunk_count; /* whole chunks present in the file */
+	bool truncated;       /* the file ends inside chunk number chunk_count */
+};
+
+/* A chunk's header, decoded. */
+struct mt_chunk {
+	uint64_t index;
+	uint64_t offset;
+	uint32_t instance;
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t base_ticks; /* the time register's start */
+	uint64_t base_ns;    /* CLOCK_MONOTONIC ns at base_ticks */
+};
+
+/* A string or byte field: points into the mapped trace, no terminator. */
+struct mt_bytes {
+	const uint8_t *data;
+	uint32_t len;
+};
+
+struct mt_segment {
+	uint64_t vaddr;
+	uint64_t memsz;
+	uint64_t flags;
+};
+
+/* One decoded record; the union member follows `type`. */
+struct mt_record {
+	unsigned type;      /* enum mt_record_type, or an unknown type (payload skipped) */
+	uint64_t offset;    /* of the type byte in the file */
+	uint32_t length;    /* payload bytes */
+	uint64_t time;      /* ticks: the time register after this record (t1 for realloc, mremap) */
+	const struct mt_chunk *chunk;
+	union {
+		struct {
+			uint64_t pid, ppid, origin, parent_instance, realtime, depth;
+			struct mt_bytes exe, cmdline;
+		} process;
+		struct {
+			uint64_t base;
+			struct mt_bytes path, build_id;
+			uint32_t nseg;
+			struct mt_segment seg[MT_MAX_SEGMENTS];
+		} module;
+		struct {
+			uint64_t base, gen;
+		} module_gone;
+		struct {
+			uint64_t id, gen;
+			uint32_t n;
+			uint64_t frames[MT_MAX_DEPTH];
+		} stack;
+		struct {
+			uint64_t fn, addr, size, stack;
+		} alloc;
+		struct {
+			uint64_t fn, addr;
+		} free;
+		struct {
+			uint64_t t0, fn, old, addr, size, stack;
+		} realloc;
+		struct {
+			uint64_t fn, size, stack, err;
+		} fail;
+		struct {
+			uint64_t fn, addr, len, prot, flags, stack;
+		} mmap;
+		struct {
+			uint64_t addr, len;
+		} munmap;
+		struct {
+			uint64_t t0, old, old_len, addr, len, stack;
+		} mremap;
+		struct {
+			uint64_t ns; /* CLOCK_MONOTONIC ns at `time`: a clock pair */
+			uint64_t n; /* values in the record; only the first MT_SAMPLE_FIELD_COUNT are kept */
+			uint64_t values[MT_SAMPLE_FIELD_COUNT];
+		} sample;
+		struct {
+			uint64_t how, status;
+		} exit;
+		struct {
+			uint64_t reason, count;
+		} lost;
+	} u;
+};
+
+/* Reads records of one chunk in file order. */
+struct mt_cursor {
+	const struct mt_trace *trace;
+	struct mt_chunk chunk;
+	const uint8_t *pos, *end;
+	uint64_t time, addr; /* the chunk's registers */
+	bool done;
+};
+
+/* Maps path read-only and checks its header. */
+int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err);
+/* The same over bytes the caller owns (tests, fuzzers); they must outlive t. */
+int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err);
+void mt_reader_close(struct mt_trace *t);
+
+/*
+ * Number of chunks to visit: the whole ones, plus a cut-off last one
+ * whose mt_reader_chunk() reports the truncation.
+ */
+uint64_t mt_reader_chunk_slots(const struct mt_trace *t);
+/* Decodes chunk header `index`: 1 in use, 0 never written (skip it), < 0 error. */
+int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
+		    struct mt_error *err);
+
+/* Positions c at the first record of chunk `index`; same returns as mt_reader_chunk. */
+int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index,
+		   struct mt_error *err);
+/* 1 and *rec filled, 0 at the end of the chunk's data, < 0 corrupt record. */
+int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
+
+/* "ALLOC", "malloc", ... or NULL when unknown. */
+const char *mt_record_name(unsigned type);
+const char *mt_fn_name(uint64_t fn);
+/* Events are what the replay counts: ALLOC to MREMAP. */
+bool mt_record_is_event(unsigned type);
+
+#endif

@@ -1,0 +1,1121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replay (see replay.h): the first pass collects instances, stacks, modules
+ * and each thread's chunk list; the second replays each instance through a
+ * table of live blocks.
+ *
+ * Host blocks live in a hash map by address. Anonymous mappings live in an
+ * array of disjoint ranges sorted by address, because munmap and mremap
+ * work on ranges: they trim, split and remove whatever they overlap.
+ *
+ * Per-stack figures at the peak are kept lazily: a new peak of a kind only
+ * bumps that kind's epoch; a stack's entry copies its live figures into
+ * peak_* the next time it changes after the epoch moved (its figures had
+ * not changed since the peak, so they are the ones at the peak), and once
+ * more at the end. That makes the peak snapshot O(1) per event.
+ *
+ * May not: print; hold more than one chunk per thread of the instance being
+ * replayed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+#include "replay.h"
+
+/* munmap and mremap work in pages; 4096 is the smallest page of the writer's machines. */
+#define PAGE_ROUND 4096u
+
+struct stack_entry {
+	uint64_t first; /* index into priv->frames */
+	uint32_t n;
+	uint32_t gen;
+};
+
+struct thread {
+	uint32_t tid;
+	uint64_t *chunks; /* chunk indices in file order */
+	size_t n, cap;
+};
+
+struct host_block {
+	uint64_t size;
+	uint32_t stack;
+	uint32_t stack_instance;
+	uint32_t kind;
+};
+
+struct range {
+	uint64_t addr, len;
+	uint32_t stack;
+	uint32_t stack_instance;
+};
+
+struct live {
+	struct mt_map host; /* addr -> struct host_block */
+	struct range *ranges;
+	size_t nranges, cap;
+};
+
+struct mt_instance_priv {
+	struct mt_map stacks; /* id -> struct stack_entry */
+	uint64_t *frames;
+	size_t nframes, frames_cap;
+	struct mt_map thread_index; /* tid -> index into threads */
+	struct thread *threads;
+	uint32_t nthreads, threads_cap;
+	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct mt_stack_stats */
+	uint64_t epoch[MT_KIND_COUNT];
+	struct live *live; /* during replay */
+	struct live *seed; /* a forked child's copy of its parent's live set */
+	uint32_t *children; /* indices of the instances forked from this one */
+	uint32_t nchildren, children_cap;
+	uint32_t modules_cap;
+	uint64_t now;
+};
+
+struct mt_replay {
+	const struct mt_trace *trace;
+	struct mt_instance *instances;
+	uint32_t ninstances, cap;
+	struct mt_map index; /* id -> index into instances (valid after sorting) */
+	struct mt_trace_stats stats;
+	struct mt_clock_fit fit;
+};
+
+/* ---- first pass ---- */
+
+static char *dup_bytes(struct mt_bytes b, bool cmdline)
+{
+	char *s = malloc((size_t)b.len + 1);
+
+	if (!s)
+		return NULL;
+	if (b.len)
+		memcpy(s, b.data, b.len);
+	s[b.len] = 0;
+	if (cmdline) {
+		/* arguments are NUL-separated; the last NUL ends them */
+		uint32_t n = b.len;
+		while (n > 0 && s[n - 1] == 0)
+			n--;
+		for (uint32_t i = 0; i < n; i++)
+			if (s[i] == 0)
+				s[i] = ' ';
+		s[n] = 0;
+	}
+	return s;
+}
+
+static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
+{
+	uint32_t *idx;
+	struct mt_instance *in;
+	bool created;
+
+	idx = mt_map_put(&r->index, id, &created);
+	if (!idx)
+		return NULL;
+	if (!created)
+		return &r->instances[*idx];
+	if (r->ninstances == r->cap) {
+		uint32_t cap = r->cap ? r->cap * 2 : 8;
+		void *p = realloc(r->instances, cap * sizeof(*r->instances));
+		if (!p) {
+			mt_map_del(&r->index, id);
+			return NULL;
+		}
+		r->instances = p;
+		r->cap = cap;
+	}
+	in = &r->instances[r->ninstances];
+	memset(in, 0, sizeof(*in));
+	in->priv = calloc(1, sizeof(*in->priv));
+	if (!in->priv) {
+		mt_map_del(&r->index, id);
+		return NULL;
+	}
+	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
+	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		mt_map_init(&in->priv->stack_stats[k], sizeof(struct mt_stack_stats));
+	in->id = id;
+	*idx = r->ninstances++;
+	return in;
+}
+
+static int add_chunk(struct mt_instance *in, const struct mt_chunk *ch)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct thread *t;
+	uint32_t *idx;
+	bool created;
+
+	idx = mt_map_put(&p->thread_index, ch->tid, &created);
+	if (!idx)
+		return -ENOMEM;
+	if (created) {
+		if (p->nthreads == p->threads_cap) {
+			uint32_t cap = p->threads_cap ? p->threads_cap * 2 : 4;
+			void *q = realloc(p->threads, cap * sizeof(*p->threads));
+			if (!q) {
+				mt_map_del(&p->thread_index, ch->tid);
+				return -ENOMEM;
+			}
+			p->threads = q;
+			p->threads_cap = cap;
+		}
+		*idx = p->nthreads;
+		memset(&p->threads[p->nthreads], 0, sizeof(struct thread));
+		p->threads[p->nthreads++].tid = ch->tid;
+	}
+	t = &p->threads[*idx];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4;
+		void *q = realloc(t->chunks, cap * sizeof(*t->chunks));
+		if (!q)
+			return -ENOMEM;
+		t->chunks = q;
+		t->cap = cap;
+	}
+	t->chunks[t->n++] = ch->index;
+	in->chunks++;
+	in->threads = p->nthreads;
+	return 0;
+}
+
+static int add_stack(struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct stack_entry *e;
+	bool created;
+
+	if (rec->u.stack.id > UINT32_MAX)
+		return 0; /* ids are u32 in events' eyes; such a stack is never referred to */
+	e = mt_map_put(&p->stacks, rec->u.stack.id, &created);
+	if (!e)
+		return -ENOMEM;
+	if (!created)
+		return 0; /* written once per instance; a repeat adds nothing */
+	if (p->nframes + rec->u.stack.n > p->frames_cap) {
+		size_t cap = p->frames_cap ? p->frames_cap : 256;
+		void *q;
+		while (cap < p->nframes + rec->u.stack.n)
+			cap *= 2;
+		q = realloc(p->frames, cap * sizeof(*p->frames));
+		if (!q) {
+			mt_map_del(&p->stacks, rec->u.stack.id);
+			return -ENOMEM;
+		}
+		p->frames = q;
+		p->frames_cap = cap;
+	}
+	if (rec->u.stack.n)
+		memcpy(p->frames + p->nframes, rec->u.stack.frames, rec->u.stack.n * sizeof(uint64_t));
+	e->first = p->nframes;
+	e->n = rec->u.stack.n;
+	e->gen = (uint32_t)rec->u.stack.gen;
+	p->nframes += rec->u.stack.n;
+	in->stack_count++;
+	return 0;
+}
+
+static int add_module(struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_module *m;
+
+	if (in->nmodules == in->priv->modules_cap) {
+		uint32_t cap = in->priv->modules_cap ? in->priv->modules_cap * 2 : 16;
+		void *q = realloc(in->modules, cap * sizeof(*in->modules));
+		if (!q)
+			return -ENOMEM;
+		in->modules = q;
+		in->priv->modules_cap = cap;
+	}
+	m = &in->modules[in->nmodules];
+	memset(m, 0, sizeof(*m));
+	m->time = rec->time;
+	m->base = rec->u.module.base;
+	m->path = dup_bytes(rec->u.module.path, false);
+	m->nseg = rec->u.module.nseg;
+	m->seg = malloc((m->nseg ? m->nseg : 1) * sizeof(*m->seg));
+	if (!m->path || !m->seg) {
+		free(m->path);
+		free(m->seg);
+		return -ENOMEM;
+	}
+	memcpy(m->seg, rec->u.module.seg, m->nseg * sizeof(*m->seg));
+	m->build_id_len = rec->u.module.build_id.len;
+	if (m->build_id_len)
+		memcpy(m->build_id, rec->u.module.build_id.data, m->build_id_len);
+	in->nmodules++;
+	return 0;
+}
+
+static int first_pass_record(struct mt_replay *r, struct mt_instance *in, const struct mt_record *rec)
+{
+	in->records++;
+	r->stats.records++;
+	if (rec->time > in->end_time)
+		in->end_time = rec->time;
+	if (mt_record_is_event(rec->type)) {
+		in->events++;
+		r->stats.events++;
+	}
+	switch (rec->type) {
+	case MT_REC_PROCESS:
+		if (in->have_process)
+			return 0;
+		in->have_process = true;
+		in->process_offset = rec->offset;
+		in->pid = (uint32_t)rec->u.process.pid;
+		in->ppid = (uint32_t)rec->u.process.ppid;
+		in->origin = (uint32_t)rec->u.process.origin;
+		in->parent_instance = (uint32_t)rec->u.process.parent_instance;
+		in->realtime = rec->u.process.realtime;
+		in->depth = (uint32_t)rec->u.process.depth;
+		in->start_time = rec->time;
+		free(in->exe);
+		free(in->cmdline);
+		in->exe = dup_bytes(rec->u.process.exe, false);
+		in->cmdline = dup_bytes(rec->u.process.cmdline, true);
+		return in->exe && in->cmdline ? 0 : -ENOMEM;
+	case MT_REC_MODULE:
+		return add_module(in, rec);
+	case MT_REC_MODULE_GONE:
+		for (uint32_t i = 0; i < in->nmodules; i++) {
+			if (in->modules[i].base == rec->u.module_gone.base && !in->modules[i].gone_time) {
+				in->modules[i].gone_time = rec->time;
+				break;
+			}
+		}
+		return 0;
+	case MT_REC_STACK:
+		return add_stack(in, rec);
+	case MT_REC_SAMPLE:
+		mt_clock_fit_add(&r->fit, rec->time, rec->u.sample.ns);
+		return 0;
+	case MT_REC_EXIT:
+		in->end = MT_END_EXIT;
+		in->exit_how = (uint32_t)rec->u.exit.how;
+		in->exit_status = (uint32_t)rec->u.exit.status;
+		return 0;
+	case MT_REC_LOST:
+		if (rec->u.lost.reason == MT_LOST_STACK_TABLE_FULL)
+			in->lost_stack_events += rec->u.lost.count;
+		else if (rec->u.lost.reason == MT_LOST_DISABLED)
+			in->stopped_errno = (int64_t)rec->u.lost.count;
+		if (rec->u.lost.reason == MT_LOST_DISABLED && in->end != MT_END_EXIT)
+			in->end = MT_END_STOPPED;
+		return 0;
+	default:
+		if (!mt_record_name(rec->type))
+			r->stats.unknown_records++;
+		return 0;
+	}
+}
+
+/*
+ * After sorting: each instance's forked children, and which instances were
+ * replaced by an exec (a later instance of the same pid with origin exec).
+ * Linear in instances, whatever a corrupt file claims.
+ */
+static int link_instances(struct mt_replay *r)
+{
+	struct mt_map exec_pids;
+	bool created;
+
+	for (uint32_t i = 0; i < r->ninstances; i++) {
+		struct mt_instance *c = &r->instances[i];
+		const uint32_t *pi;
+		struct mt_instance_priv *pp;
+
+		if (c->origin != MT_ORIGIN_FORK || !(pi = mt_map_get(&r->index, c->parent_instance)) || *pi == i)
+			continue;
+		pp = r->instances[*pi].priv;
+		if (pp->nchildren == pp->children_cap) {
+			uint32_t cap = pp->children_cap ? pp->children_cap * 2 : 4;
+			void *q = realloc(pp->children, cap * sizeof(*pp->children));
+			if (!q)
+				return -ENOMEM;
+			pp->children = q;
+			pp->children_cap = cap;
+		}
+		pp->children[pp->nchildren++] = i;
+	}
+	mt_map_init(&exec_pids, 0);
+	for (uint32_t i = r->ninstances; i-- > 0;) {
+		struct mt_instance *in = &r->instances[i];
+		if (in->end == MT_END_KILLED && mt_map_get(&exec_pids, in->pid))
+			in->end = MT_END_EXEC;
+		if (in->origin == MT_ORIGIN_EXEC && !mt_map_put(&exec_pids, in->pid, &created)) {
+			mt_map_free(&exec_pids);
+			return -ENOMEM;
+		}
+	}
+	mt_map_free(&exec_pids);
+	return 0;
+}
+
+static int cmp_instance(const void *a, const void *b)
+{
+	const struct mt_instance *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err)
+{
+	struct mt_replay *r = calloc(1, sizeof(*r));
+	struct mt_record *rec = malloc(sizeof(*rec));
+	uint64_t slots = mt_reader_chunk_slots(trace);
+	int ret = 0;
+
+	*out = NULL;
+	if (!r || !rec) {
+		free(r);
+		free(rec);
+		return -ENOMEM;
+	}
+	r->trace = trace;
+	r->fit = trace->fit;
+	mt_map_init(&r->index, sizeof(uint32_t));
+	for (uint64_t i = 0; i < slots && ret >= 0; i++) {
+		struct mt_instance *in;
+		struct mt_cursor c;
+
+		ret = mt_cursor_init(&c, trace, i, err);
+		if (ret <= 0) {
+			if (ret == 0)
+				r->stats.unused_chunks++;
+			continue;
+		}
+		r->stats.chunks++;
+		in = get_instance(r, c.chunk.instance);
+		if (!in || add_chunk(in, &c.chunk) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (!in->pid)
+			in->pid = c.chunk.pid;
+		while ((ret = mt_cursor_next(&c, rec, err)) > 0) {
+			ret = first_pass_record(r, in, rec);
+			if (ret < 0)
+				break;
+		}
+	}
+	free(rec);
+	if (ret == -ENOMEM && err) {
+		err->offset = 0;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+	}
+	if (ret < 0) {
+		mt_replay_free(r);
+		return ret;
+	}
+	/* instance ids grow with time: sorted, a parent comes before the children it forked */
+	if (r->ninstances)
+		qsort(r->instances, r->ninstances, sizeof(*r->instances), cmp_instance);
+	for (uint32_t i = 0; i < r->ninstances; i++) {
+		bool created;
+		uint32_t *idx = mt_map_put(&r->index, r->instances[i].id, &created);
+		*idx = i; /* no growth: every id is already there */
+	}
+	ret = link_instances(r);
+	if (ret < 0) {
+		if (err) {
+			err->offset = 0;
+			snprintf(err->message, sizeof(err->message), "out of memory");
+		}
+		mt_replay_free(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+/* ---- accounting ---- */
+
+static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+		  int64_t dbytes, int64_t dblocks, bool alloc, uint64_t alloc_bytes)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct mt_kind_stats *k = &in->kind[kind];
+	struct mt_stack_stats *s;
+	bool created;
+
+	s = mt_map_put(&p->stack_stats[kind], (uint64_t)si << 32 | stack, &created);
+	if (!s)
+		return -ENOMEM;
+	if (created) {
+		s->stack = stack;
+		s->stack_instance = si;
+		s->kind = kind;
+		s->epoch = p->epoch[kind];
+	}
+	if (s->epoch != p->epoch[kind]) {
+		s->peak_bytes = s->live_bytes;
+		s->peak_blocks = s->live_blocks;
+		s->epoch = p->epoch[kind];
+	}
+	s->live_bytes += (uint64_t)dbytes;
+	s->live_blocks += (uint64_t)dblocks;
+	k->live_bytes += (uint64_t)dbytes;
+	k->live_blocks += (uint64_t)dblocks;
+	if (alloc) {
+		s->allocations++;
+		k->allocations++;
+	}
+	s->bytes_allocated += alloc_bytes;
+	k->bytes_allocated += alloc_bytes;
+	if (k->live_bytes > k->peak_bytes) {
+		k->peak_bytes = k->live_bytes;
+		k->peak_blocks = k->live_blocks;
+		k->peak_time = p->now;
+		p->epoch[kind]++;
+	}
+	return 0;
+}
+
+static void finish_stack_stats(struct mt_instance *in)
+{
+	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
+		struct mt_map *m = &in->priv->stack_stats[kind];
+		uint64_t key;
+		void *v;
+		for (size_t i = 0; mt_map_next(m, &i, &key, &v);) {
+			struct mt_stack_stats *s = v;
+			if (s->epoch != in->priv->epoch[kind]) {
+				s->peak_bytes = s->live_bytes;
+				s->peak_blocks = s->live_blocks;
+				s->epoch = in->priv->epoch[kind];
+			}
+		}
+	}
+}
+
+/* ---- live set ---- */
+
+static struct live *live_new(void)
+{
+	struct live *l = calloc(1, sizeof(*l));
+
+	if (l)
+		mt_map_init(&l->host, sizeof(struct host_block));
+	return l;
+}
+
+static void live_free(struct live *l)
+{
+	if (!l)
+		return;
+	mt_map_free(&l->host);
+	free(l->ranges);
+	free(l);
+}
+
+static struct live *live_copy(const struct live *src)
+{
+	struct live *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	if (mt_map_copy(&l->host, &src->host) < 0)
+		goto fail;
+	if (src->nranges) {
+		l->ranges = malloc(src->nranges * sizeof(*l->ranges));
+		if (!l->ranges)
+			goto fail;
+		memcpy(l->ranges, src->ranges, src->nranges * sizeof(*l->ranges));
+		l->nranges = l->cap = src->nranges;
+	}
+	return l;
+fail:
+	mt_map_free(&l->host);
+	free(l);
+	return NULL;
+}
+
+static uint64_t range_end(uint64_t a, uint64_t len)
+{
+	return a + len < a ? UINT64_MAX : a + len;
+}
+
+static int range_insert(struct live *l, size_t at, struct range r)
+{
+	if (l->nranges == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		void *q = realloc(l->ranges, cap * sizeof(*l->ranges));
+		if (!q)
+			return -ENOMEM;
+		l->ranges = q;
+		l->cap = cap;
+	}
+	memmove(l->ranges + at + 1, l->ranges + at, (l->nranges - at) * sizeof(*l->ranges));
+	l->ranges[at] = r;
+	l->nranges++;
+	return 0;
+}
+
+/* First range index whose end is past a. */
+static size_t range_find(const struct live *l, uint64_t a)
+{
+	size_t lo = 0, hi = l->nranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (range_end(l->ranges[mid].addr, l->ranges[mid].len) <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Takes [a, a + len) out of the tracked ranges: trims, splits, removes. */
+static int ranges_remove(struct mt_instance *in, struct live *l, uint64_t a, uint64_t len,
+			 uint64_t *removed)
+{
+	uint64_t b = range_end(a, len);
+	size_t i = range_find(l, a);
+	int ret;
+
+	*removed = 0;
+	while (i < l->nranges && l->ranges[i].addr < b) {
+		struct range *r = &l->ranges[i];
+		uint64_t s = r->addr, e = range_end(r->addr, r->len);
+
+		if (a <= s && b >= e) {
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(e - s), -1, false, 0);
+			*removed += e - s;
+			memmove(r, r + 1, (l->nranges - i - 1) * sizeof(*r));
+			l->nranges--;
+		} else if (a <= s) {
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(b - s), 0, false, 0);
+			*removed += b - s;
+			r->addr = b;
+			r->len = e - b;
+			i++;
+		} else if (b >= e) {
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(e - a), 0, false, 0);
+			*removed += e - a;
+			r->len = a - s;
+			i++;
+		} else {
+			struct range tail = { b, e - b, r->stack, r->stack_instance };
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(b - a), 1, false, 0);
+			*removed += b - a;
+			r->len = a - s;
+			if (ret == 0)
+				ret = range_insert(l, i + 1, tail);
+			i += 2;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int ranges_add(struct mt_instance *in, struct live *l, uint64_t a, uint64_t len,
+		      uint32_t stack, uint32_t si, bool alloc, uint64_t alloc_bytes)
+{
+	struct range r = { a, range_end(a, len) - a, stack, si };
+	uint64_t removed;
+	int ret;
+
+	if (r.len == 0)
+		return 0;
+	/* a mapping placed over tracked ones (MAP_FIXED) replaces what it covers */
+	ret = ranges_remove(in, l, a, r.len, &removed);
+	if (ret < 0)
+		return ret;
+	ret = range_insert(l, range_find(l, a), r);
+	if (ret < 0)
+		return ret;
+	return adjust(in, MT_KIND_MMAP, si, stack, (int64_t)r.len, 1, alloc, alloc_bytes);
+}
+
+static uint64_t page_round(uint64_t len)
+{
+	uint64_t r = (len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1);
+
+	return r < len ? len : r;
+}
+
+static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
+{
+	struct host_block *b = mt_map_get(&l->host, addr);
+	struct host_block copy;
+
+	*found = b != NULL;
+	if (!b)
+		return 0;
+	copy = *b;
+	mt_map_del(&l->host, addr);
+	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
+		      -(int64_t)copy.size, -1, false, 0);
+}
+
+static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
+		    uint64_t stack)
+{
+	struct host_block *b;
+	bool found, created;
+	int ret;
+
+	/* an address handed out twice means its free was lost: the old block is gone */
+	ret = host_remove(in, l, addr, &found);
+	if (ret < 0)
+		return ret;
+	b = mt_map_put(&l->host, addr, &created);
+	if (!b)
+		return -ENOMEM;
+	b->size = size;
+	b->stack = (uint32_t)stack;
+	b->stack_instance = in->id;
+	b->kind = MT_KIND_HOST;
+	return adjust(in, MT_KIND_HOST, in->id, (uint32_t)stack, (int64_t)size, 1, true, size);
+}
+
+/* ---- second pass ---- */
+
+struct stream {
+	struct thread *th;
+	size_t next_chunk;
+	struct mt_cursor cur;
+	struct mt_record rec;
+	uint64_t key;
+	int phase;         /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
+	bool mremap_tracked;
+};
+
+static bool two_phase(const struct mt_record *rec)
+{
+	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
+	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
+}
+
+/* Next record of a thread, across its chunks: 1, 0 at its end, < 0 error. */
+static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error *err)
+{
+	for (;;) {
+		int ret = mt_cursor_next(&s->cur, &s->rec, err);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			s->phase = two_phase(&s->rec) ? 0 : 1;
+			s->key = s->phase == 0 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
+										   : s->rec.u.mremap.t0)
+					       : s->rec.time;
+			return 1;
+		}
+		if (s->next_chunk >= s->th->n)
+			return 0;
+		ret = mt_cursor_init(&s->cur, r->trace, s->th->chunks[s->next_chunk++], err);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+static bool before(const struct stream *a, const struct stream *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->rec.offset != b->rec.offset)
+		return a->rec.offset < b->rec.offset;
+	return a->phase < b->phase;
+}
+
+static void heap_down(struct stream **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < n && before(h[l], h[m]))
+			m = l;
+		if (l + 1 < n && before(h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct stream *t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void heap_up(struct stream **h, size_t i)
+{
+	while (i > 0 && before(h[i], h[(i - 1) / 2])) {
+		struct stream *t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+static int apply(struct mt_instance *in, struct stream *s)
+{
+	const struct mt_record *rec = &s->rec;
+	struct live *l = in->priv->live;
+	uint64_t removed;
+	bool found;
+	int ret = 0;
+
+	in->priv->now = s->key;
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		if (rec->u.alloc.addr == 0) {
+			in->kind[MT_KIND_HOST].allocations++;
+			return 0;
+		}
+		return host_add(in, l, rec->u.alloc.addr, rec->u.alloc.size, rec->u.alloc.stack);
+	case MT_REC_FREE:
+		if (rec->u.free.addr == 0)
+			return 0;
+		ret = host_remove(in, l, rec->u.free.addr, &found);
+		if (found)
+			in->kind[MT_KIND_HOST].frees++;
+		else
+			in->kind[MT_KIND_HOST].unknown_frees++;
+		return ret;
+	case MT_REC_REALLOC:
+		if (s->phase == 0) {
+			ret = host_remove(in, l, rec->u.realloc.old, &found);
+			if (found)
+				in->kind[MT_KIND_HOST].frees++;
+			else
+				in->kind[MT_KIND_HOST].unknown_frees++;
+			return ret;
+		}
+		if (rec->u.realloc.addr != 0)
+			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size, rec->u.realloc.stack);
+		return ret;
+	case MT_REC_FAIL: {
+		enum mt_kind kind = mt_fn_kind((unsigned)rec->u.fail.fn);
+		in->kind[kind].failed++;
+		if (in->nfails < MT_REPLAY_MAX_FAILS) {
+			if (!in->fails) {
+				in->fails = calloc(MT_REPLAY_MAX_FAILS, sizeof(*in->fails));
+				if (!in->fails)
+					return -ENOMEM;
+			}
+			in->fails[in->nfails++] = (struct mt_fail_event){
+				.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
+				.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
+				.stack = (uint32_t)rec->u.fail.stack,
+			};
+		}
+		return 0;
+	}
+	case MT_REC_MMAP:
+		return ranges_add(in, l, rec->u.mmap.addr, rec->u.mmap.len, (uint32_t)rec->u.mmap.stack,
+				  in->id, true, rec->u.mmap.len);
+	case MT_REC_MUNMAP:
+		ret = ranges_remove(in, l, rec->u.munmap.addr, page_round(rec->u.munmap.len), &removed);
+		if (removed)
+			in->kind[MT_KIND_MMAP].frees++;
+		return ret;
+	case MT_REC_MREMAP:
+		if (s->phase == 0) {
+			ret = ranges_remove(in, l, rec->u.mremap.old, page_round(rec->u.mremap.old_len),
+					    &removed);
+			/* a file mapping moved: not ours before, not ours after */
+			s->mremap_tracked = removed != 0;
+			return ret;
+		}
+		if (s->mremap_tracked)
+			ret = ranges_add(in, l, rec->u.mremap.addr, rec->u.mremap.len,
+					 (uint32_t)rec->u.mremap.stack, in->id, false,
+					 rec->u.mremap.len > rec->u.mremap.old_len
+						 ? rec->u.mremap.len - rec->u.mremap.old_len : 0);
+		s->mremap_tracked = false;
+		return ret;
+	case MT_REC_SAMPLE:
+		in->sample_count++;
+		in->sample_time = rec->time;
+		memcpy(in->sample, rec->u.sample.values, sizeof(in->sample));
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Seeds a forked child with its parent's live set, accounted as the child's own. */
+static int seed_child(struct mt_instance *in)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *seed = p->seed;
+	uint64_t key;
+	void *v;
+	int ret;
+
+	p->seed = NULL;
+	p->live = seed;
+	p->now = in->start_time;
+	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
+		struct host_block *b = v;
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)b->size, 1, false, 0);
+		if (ret < 0)
+			return ret;
+		in->kind[b->kind].inherited_bytes += b->size;
+		in->kind[b->kind].inherited_blocks++;
+	}
+	for (size_t i = 0; i < seed->nranges; i++) {
+		struct range *rg = &seed->ranges[i];
+		ret = adjust(in, MT_KIND_MMAP, rg->stack_instance, rg->stack, (int64_t)rg->len, 1, false, 0);
+		if (ret < 0)
+			return ret;
+		in->kind[MT_KIND_MMAP].inherited_bytes += rg->len;
+		in->kind[MT_KIND_MMAP].inherited_blocks++;
+	}
+	return 0;
+}
+
+static int cmp_child(const void *a, const void *b)
+{
+	const struct mt_instance *x = *(struct mt_instance *const *)a, *y = *(struct mt_instance *const *)b;
+
+	if (x->start_time != y->start_time)
+		return x->start_time < y->start_time ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int replay_instance(struct mt_replay *r, struct mt_instance *in,
+			   const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct stream *streams = NULL, **heap = NULL;
+	struct mt_instance **children = NULL;
+	size_t nheap = 0, nchildren = 0, next_child = 0;
+	int ret = -ENOMEM;
+
+	if (p->seed) {
+		ret = seed_child(in);
+		if (ret < 0)
+			goto out;
+	} else {
+		p->live = live_new();
+		if (!p->live)
+			goto out;
+	}
+	children = calloc(p->nchildren + 1, sizeof(*children));
+	streams = calloc(p->nthreads + 1, sizeof(*streams));
+	heap = calloc(p->nthreads + 1, sizeof(*heap));
+	if (!children || !streams || !heap)
+		goto out;
+	for (uint32_t i = 0; i < p->nchildren; i++) {
+		struct mt_instance *c = &r->instances[p->children[i]];
+		if (!c->replayed)
+			children[nchildren++] = c;
+	}
+	if (nchildren)
+		qsort(children, nchildren, sizeof(*children), cmp_child);
+
+	for (uint32_t t = 0; t < p->nthreads; t++) {
+		struct stream *s = &streams[t];
+		s->th = &p->threads[t];
+		s->cur.done = true;
+		ret = stream_advance(r, s, err);
+		if (ret < 0)
+			goto out;
+		if (ret > 0) {
+			heap[nheap] = s;
+			heap_up(heap, nheap++);
+		}
+	}
+	ret = 0;
+	while (nheap > 0) {
+		struct stream *s = heap[0];
+
+		/* the children forked before this moment get the live set as it is now */
+		while (next_child < nchildren && children[next_child]->start_time < s->key) {
+			live_free(children[next_child]->priv->seed);
+			children[next_child]->priv->seed = live_copy(p->live);
+			if (!children[next_child++]->priv->seed) {
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
+		ret = apply(in, s);
+		if (ret < 0)
+			goto out;
+		if (s->phase == 0) {
+			s->phase = 1;
+			s->key = s->rec.time;
+			heap_down(heap, nheap, 0);
+			continue;
+		}
+		if (cb && cb->record) {
+			ret = cb->record(ctx, in, &s->rec);
+			if (ret)
+				goto out;
+		}
+		ret = stream_advance(r, s, err);
+		if (ret < 0)
+			goto out;
+		if (ret == 0)
+			heap[0] = heap[--nheap];
+		heap_down(heap, nheap, 0);
+		ret = 0;
+	}
+	for (; next_child < nchildren; next_child++) {
+		live_free(children[next_child]->priv->seed);
+		children[next_child]->priv->seed = live_copy(p->live);
+		if (!children[next_child]->priv->seed) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	finish_stack_stats(in);
+	in->replayed = true;
+	if (cb && cb->instance_done)
+		ret = cb->instance_done(ctx, r, in);
+out:
+	if (ret == -ENOMEM && err) {
+		err->offset = 0;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+	}
+	live_free(p->live);
+	p->live = NULL;
+	free(children);
+	free(streams);
+	free(heap);
+	return ret;
+}
+
+int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,
+		  struct mt_error *err)
+{
+	for (uint32_t i = 0; i < r->ninstances; i++) {
+		struct mt_instance *in = &r->instances[i];
+		int ret;
+
+		if (in->replayed)
+			continue;
+		ret = replay_instance(r, in, cb, ctx, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void mt_replay_free(struct mt_replay *r)
+{
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < r->ninstances; i++) {
+		struct mt_instance *in = &r->instances[i];
+		struct mt_instance_priv *p = in->priv;
+
+		free(in->exe);
+		free(in->cmdline);
+		free(in->fails);
+		for (uint32_t m = 0; m < in->nmodules; m++) {
+			free(in->modules[m].path);
+			free(in->modules[m].seg);
+		}
+		free(in->modules);
+		if (!p)
+			continue;
+		mt_map_free(&p->stacks);
+		free(p->frames);
+		mt_map_free(&p->thread_index);
+		for (uint32_t t = 0; t < p->nthreads; t++)
+			free(p->threads[t].chunks);
+		free(p->threads);
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			mt_map_free(&p->stack_stats[k]);
+		live_free(p->live);
+		live_free(p->seed);
+		free(p->children);
+		free(p);
+	}
+	free(r->instances);
+	mt_map_free(&r->index);
+	free(r);
+}
+
+uint32_t mt_replay_instance_count(const struct mt_replay *r)
+{
+	return r->ninstances;
+}
+
+const struct mt_instance *mt_replay_instance(const struct mt_replay *r, uint32_t index)
+{
+	return index < r->ninstances ? &r->instances[index] : NULL;
+}
+
+const struct mt_instance *mt_replay_find_instance(const struct mt_replay *r, uint32_t id)
+{
+	const uint32_t *idx = mt_map_get(&r->index, id);
+
+	return idx ? &r->instances[*idx] : NULL;
+}
+
+const struct mt_trace_stats *mt_replay_trace_stats(const struct mt_replay *r)
+{
+	return &r->stats;
+}
+
+const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r)
+{
+	return &r->fit;
+}
+
+int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
+		    const uint64_t **frames, uint32_t *n, uint32_t *gen)
+{
+	const struct mt_instance *in = mt_replay_find_instance(r, instance);
+	const struct stack_entry *e;
+
+	if (!in || !(e = mt_map_get(&in->priv->stacks, id)))
+		return -ENOENT;
+	*frames = in->priv->frames + e->first;
+	*n = e->n;
+	if (gen)
+		*gen = e->gen;
+	return 0;
+}
+
+int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
+			   int (*fn)(void *ctx, const struct mt_block *b), void *ctx)
+{
+	const struct live *l = in->priv->live;
+	uint64_t key;
+	void *v;
+	int ret;
+
+	(void)r;
+	if (!l)
+		return -EINVAL;
+	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
+		const struct host_block *h = v;
+		struct mt_block b = { key, h->size, h->stack, h->stack_instance, (enum mt_kind)h->kind };
+		if ((ret = fn(ctx, &b)))
+			return ret;
+	}
+	for (size_t i = 0; i < l->nranges; i++) {
+		const struct range *rg = &l->ranges[i];
+		struct mt_block b = { rg->addr, rg->len, rg->stack, rg->stack_instance, MT_KIND_MMAP };
+		if ((ret = fn(ctx, &b)))
+			return ret;
+	}
+	return 0;
+}
+
+int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
+			    int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx)
+{
+	(void)r;
+	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
+		uint64_t key;
+		void *v;
+		int ret;
+		for (size_t i = 0; mt_map_next(&in->priv->stack_stats[kind], &i, &key, &v);)
+			if ((ret = fn(ctx, v)))
+				return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replay: turns a trace's records into per process instance figures.
+ *
+ * mt_replay_open() makes the first pass over every chunk and collects what
+ * is not an event (PROCESS, MODULE, MODULE_GONE, STACK, EXIT) and which
+ * chunks each thread wrote. mt_replay_run() then replays every instance in
+ * time order: a k-way merge of its threads' chunk sequences, ties broken by
+ * file offset, streamed chunk by chunk, through a table of live blocks.
+ * Memory grows with live blocks, distinct stacks, threads and chunks, never
+ * with the number of events.
+ *
+ * Semantics (docs/trace-format.md): a forked child starts with a copy of
+ * its parent's live set at the child's start; realloc and mremap give the
+ * old block back at t0 and take the new one at t1; munmap trims and splits
+ * the anonymous ranges it overlaps, a length rounded up to 4096 bytes as the
+ * kernel rounds it to pages; a free of an unknown address is counted, not an
+ * error. Bytes of different kinds are never added together.
+ *
+ * May not: print. Errors are negative errno with struct mt_error.
+ */
+#ifndef MEMTRACE_ANALYZER_REPLAY_H
+#define MEMTRACE_ANALYZER_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+/* Per memory kind figures of one instance. */
+struct mt_kind_stats {
+	uint64_t allocations;     /* successful allocations (realloc to a new block counts; mmap) */
+	uint64_t frees;           /* tracked blocks given back (a munmap that released something counts once) */
+	uint64_t bytes_allocated; /* sum of sizes allocated (mremap growth included) */
+	uint64_t live_bytes;      /* live now (at the end, once the instance is replayed) */
+	uint64_t live_blocks;
+	uint64_t peak_bytes;      /* highest live_bytes seen */
+	uint64_t peak_blocks;     /* live_blocks at that moment */
+	uint64_t peak_time;       /* ticks of the peak (see mt_replay_clock); 0 if none */
+	uint64_t failed;          /* FAIL records */
+	uint64_t unknown_frees;   /* frees (or realloc old blocks) of addresses not live */
+	uint64_t inherited_bytes; /* live bytes copied from the parent at a fork */
+	uint64_t inherited_blocks;
+};
+
+enum mt_end {
+	MT_END_KILLED = 0, /* no EXIT record: killed by a signal */
+	MT_END_EXIT,       /* an EXIT record: exit_how, exit_status */
+	MT_END_EXEC,       /* replaced by a program exec'd with the same pid */
+	MT_END_STOPPED,    /* tracing stopped (LOST reason 2): the end is not known */
+};
+
+/* A failed allocation; the first MT_REPLAY_MAX_FAILS of an instance are kept. */
+struct mt_fail_event {
+	uint64_t time;
+	uint64_t offset;
+	uint32_t fn;
+	uint32_t err;
+	uint64_t size;
+	uint32_t stack;
+};
+#define MT_REPLAY_MAX_FAILS 1024
+
+struct mt_module {
+	uint64_t time;
+	uint64_t base;
+	uint64_t gone_time; /* 0 while loaded */
+	char *path;
+	uint8_t build_id[MT_MAX_BUILD_ID];
+	uint32_t build_id_len;
+	uint32_t nseg;
+	struct mt_segment *seg;
+};
+
+struct mt_instance_priv;
+
+/* One process instance (PROCESS record) and, after mt_replay_run(), its figures. */
+struct mt_instance {
+	uint32_t id;
+	bool have_process;      /* false: chunks of this instance but no PROCESS record */
+	uint64_t process_offset;
+	uint32_t pid, ppid;
+	uint32_t origin;        /* enum mt_origin */
+	uint32_t parent_instance;
+	uint32_t depth;
+	uint64_t start_time;    /* ticks, like every time here (see mt_replay_clock) */
+	uint64_t realtime;
+	char *exe;              /* NUL-terminated copies */
+	char *cmdline;          /* arguments joined by spaces, for display */
+	enum mt_end end;
+	uint32_t exit_how, exit_status;
+	uint64_t end_time;      /* the EXIT record's time, or the last record's */
+	uint64_t records;       /* records of all kinds in this instance's chunks */
+	uint64_t events;        /* ALLOC .. MREMAP records */
+	uint64_t chunks;
+	uint32_t threads;
+	struct mt_kind_stats kind[MT_KIND_COUNT];
+	uint64_t sample_count;  /* SAMPLE records; the last one by time: */
+	uint64_t sample_time;
+	uint64_t sample[MT_SAMPLE_FIELD_COUNT];
+	uint64_t lost_stack_events; /* LOST reason 1: events whose stack is 0 */
+	int64_t stopped_errno;      /* LOST reason 2 */
+	struct mt_fail_event *fails;
+	uint32_t nfails;
+	struct mt_module *modules;
+	uint32_t nmodules;
+	uint64_t stack_count;
+	bool replayed;
+	struct mt_instance_priv *priv;
+};
+
+/* A live block or range. stack_instance names whose stack table `stack` is in. */
+struct mt_block {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t stack;
+	uint32_t stack_instance;
+	enum mt_kind kind;
+};
+
+/* Figures of one (stack, kind) within an instance; peak_* is at that kind's peak. */
+struct mt_stack_stats {
+	uint32_t stack;
+	uint32_t stack_instance;
+	enum mt_kind kind;
+	uint64_t allocations;
+	uint64_t bytes_allocated;
+	uint64_t live_bytes;
+	uint64_t live_blocks;
+	uint64_t peak_bytes;
+	uint64_t peak_blocks;
+	uint64_t epoch; /* internal: the peak generation peak_* was last brought up to */
+};
+
+struct mt_replay;
+
+struct mt_replay_callbacks {
+	/*
+	 * Every record of an instance in replay order (PROCESS, MODULE, STACK
+	 * included), after it was applied. Non-zero stops the replay and is
+	 * returned by mt_replay_run().
+	 */
+	int (*record)(void *ctx, const struct mt_instance *in, const struct mt_record *rec);
+	/* An instance is replayed; its live blocks can be walked with mt_replay_foreach_live() until it returns. */
+	int (*instance_done)(void *ctx, struct mt_replay *r, const struct mt_instance *in);
+};
+
+/* First pass. *out owns nothing of trace, which must outlive it. */
+int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err);
+/* Second pass over all instances, parents before their forked children. */
+int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,
+		  struct mt_error *err);
+void mt_replay_free(struct mt_replay *r);
+
+/* Instances in id order. */
+uint32_t mt_replay_instance_count(const struct mt_replay *r);
+const struct mt_instance *mt_replay_instance(const struct mt_replay *r, uint32_t index);
+const struct mt_instance *mt_replay_find_instance(const struct mt_replay *r, uint32_t id);
+
+/* Figures of the whole file, filled by the first pass. */
+struct mt_trace_stats {
+	uint64_t chunks, unused_chunks;
+	uint64_t records, events, unknown_records;
+};
+const struct mt_trace_stats *mt_replay_trace_stats(const struct mt_replay *r);
+/* Ticks to ns for this trace: the chunk headers' pairs and every SAMPLE's. */
+const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
+
+/* The frames of a stack of instance `instance`, innermost first; -ENOENT if unknown. */
+int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
+		    const uint64_t **frames, uint32_t *n, uint32_t *gen);
+
+/* The live blocks of an instance, during its instance_done callback only. */
+int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
+			   int (*fn)(void *ctx, const struct mt_block *b), void *ctx);
+/* Per-stack figures of a replayed instance (kept until mt_replay_free). */
+int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
+			    int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);
+
+#endif

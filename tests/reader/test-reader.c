@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of analyzer/reader.c: every record type decodes to exact
+ * values; a cut, corrupt or foreign file is an error with the right offset
+ * or a clean stop, never a crash (these tests run under ASan and UBSan);
+ * what a killed writer leaves (zero type byte, chunk magic 0) reads cleanly.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+#include "replay.h"
+#include "test-common.h"
+#include "trace-builder.h"
+
+#define CHUNK 4096u
+#define FIRST (MT_HEADER_SIZE + sizeof(struct mt_chunk_header)) /* first record of chunk 0 */
+
+/* Reads every record of every chunk; returns the first error or 0, and counts records. */
+static int walk(const struct mt_trace *t, uint64_t *records, struct mt_error *err)
+{
+	static struct mt_record rec;
+	uint64_t slots = mt_reader_chunk_slots(t);
+
+	*records = 0;
+	for (uint64_t i = 0; i < slots; i++) {
+		struct mt_cursor c;
+		int r = mt_cursor_init(&c, t, i, err);
+		if (r < 0)
+			return r;
+		while ((r = mt_cursor_next(&c, &rec, err)) > 0)
+			(*records)++;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Opens, walks and replays bytes copied to their own allocation, so ASan sees any overread. */
+static int read_all(const uint8_t *data, size_t size, uint64_t *records, struct mt_error *err)
+{
+	uint8_t *copy = malloc(size ? size : 1);
+	struct mt_replay *rp = NULL;
+	struct mt_trace t;
+	int r;
+
+	memcpy(copy, data, size);
+	r = mt_reader_open_memory(&t, copy, size, err);
+	if (r == 0)
+		r = walk(&t, records, err);
+	if (r == 0) {
+		r = mt_replay_open(&rp, &t, err);
+		if (r == 0)
+			r = mt_replay_run(rp, NULL, NULL, err);
+		mt_replay_free(rp);
+	}
+	mt_reader_close(&t);
+	free(copy);
+	return r;
+}
+
+static const uint64_t frames[] = { 0x401234, 0x401000, 0x7f0000001000, 0x400fff };
+
+/* One record of each type in one chunk; returns their offsets in off[type]. */
+static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
+{
+	static const char cmd[] = "prog\0-x\0arg two";
+
+	tb_init(b, CHUNK);
+	tb_chunk(b, 1, 100, 101, 5000000);
+	off[MT_REC_PROCESS] = tb_process(b, 5000010, 100, 99, MT_ORIGIN_ROOT, 0, "/bin/prog", cmd, sizeof(cmd));
+	tb_dt(b, 5000020);
+	tb_u(b, 0x7f0000000000);
+	tb_str(b, "/lib/libc.so.6", 14);
+	tb_str(b, "\x01\x02\xab", 3);
+	tb_u(b, 2);
+	tb_u(b, 0);
+	tb_u(b, 0x1000);
+	tb_u(b, 4);
+	tb_u(b, 0x1000);
+	tb_u(b, 0x2345);
+	tb_u(b, 5);
+	off[MT_REC_MODULE] = tb_end(b, MT_REC_MODULE);
+	tb_dt(b, 5000030);
+	tb_u(b, 0x7f0000000000);
+	tb_u(b, 1);
+	off[MT_REC_MODULE_GONE] = tb_end(b, MT_REC_MODULE_GONE);
+	off[MT_REC_STACK] = tb_stack(b, 7, 4, frames);
+	off[MT_REC_ALLOC] = tb_alloc(b, 5000040, MT_FN_CALLOC, 0x55550000, 48, 7);
+	off[MT_REC_FREE] = tb_free(b, 5000050, 0x55550000);
+	off[MT_REC_REALLOC] = tb_realloc(b, 5000070, 5000060, 0x55550100, 0x55540000, 1 << 20, 7);
+	off[MT_REC_FAIL] = tb_fail(b, 5000080, MT_FN_MALLOC, UINT64_MAX, 7, ENOMEM);
+	off[MT_REC_MMAP] = tb_mmap(b, 5000090, 0x7f1000000000, 3 * 4096, 7);
+	off[MT_REC_MUNMAP] = tb_munmap(b, 5000100, 0x7f1000001000, 4096);
+	off[MT_REC_MREMAP] = tb_mremap(b, 5000120, 5000110, 0x7f1000000000, 4096, 0x7f2000000000, 8192, 7);
+	tb_dt(b, 5000130);
+	tb_u(b, 5000130);
+	tb_u(b, 12); /* two values more than this reader knows */
+	for (unsigned i = 0; i < 12; i++)
+		tb_u(b, 1000 * (i + 1));
+	off[MT_REC_SAMPLE] = tb_end(b, MT_REC_SAMPLE);
+	off[MT_REC_EXIT] = tb_exit(b, 5000140, MT_EXIT_EXIT, 3);
+	tb_u(b, MT_LOST_STACK_TABLE_FULL);
+	tb_u(b, 17);
+	off[MT_REC_LOST] = tb_end(b, MT_REC_LOST);
+}
+
+static void test_every_type(void)
+{
+	size_t off[MT_REC_TYPE_COUNT + 1];
+	static struct mt_record rec;
+	struct mt_error err = { 0 };
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+	unsigned type;
+
+	build_all(&b, off);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(t.chunk_count, 1);
+	CHECK(!t.truncated);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(c.chunk.instance, 1);
+	CHECK_EQ(c.chunk.pid, 100);
+	CHECK_EQ(c.chunk.tid, 101);
+	CHECK_EQ(c.chunk.base_ticks, 5000000);
+	for (type = 1; type < MT_REC_TYPE_COUNT; type++) {
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+		CHECK_EQ(rec.type, type);
+		CHECK_EQ(rec.offset, off[type]);
+		switch (type) {
+		case MT_REC_PROCESS:
+			CHECK_EQ(rec.time, 5000010);
+			CHECK_EQ(rec.u.process.pid, 100);
+			CHECK_EQ(rec.u.process.ppid, 99);
+			CHECK_EQ(rec.u.process.origin, 0);
+			CHECK_EQ(rec.u.process.realtime, 1700000000000000000ull);
+			CHECK_EQ(rec.u.process.depth, 64);
+			CHECK_EQ(rec.u.process.exe.len, 9);
+			CHECK(!memcmp(rec.u.process.exe.data, "/bin/prog", 9));
+			CHECK_EQ(rec.u.process.cmdline.len, 16);
+			break;
+		case MT_REC_MODULE:
+			CHECK_EQ(rec.time, 5000020);
+			CHECK_EQ(rec.u.module.base, 0x7f0000000000);
+			CHECK_EQ(rec.u.module.path.len, 14);
+			CHECK_EQ(rec.u.module.build_id.len, 3);
+			CHECK_EQ(rec.u.module.build_id.data[2], 0xab);
+			CHECK_EQ(rec.u.module.nseg, 2);
+			CHECK_EQ(rec.u.module.seg[0].memsz, 0x1000);
+			CHECK_EQ(rec.u.module.seg[0].flags, 4);
+			CHECK_EQ(rec.u.module.seg[1].vaddr, 0x1000);
+			CHECK_EQ(rec.u.module.seg[1].memsz, 0x2345);
+			CHECK_EQ(rec.u.module.seg[1].flags, 5);
+			break;
+		case MT_REC_MODULE_GONE:
+			CHECK_EQ(rec.u.module_gone.base, 0x7f0000000000);
+			CHECK_EQ(rec.u.module_gone.gen, 1);
+			break;
+		case MT_REC_STACK:
+			CHECK_EQ(rec.u.stack.id, 7);
+			CHECK_EQ(rec.u.stack.n, 4);
+			for (int i = 0; i < 4; i++)
+				CHECK_EQ(rec.u.stack.frames[i], frames[i]);
+			break;
+		case MT_REC_ALLOC:
+			CHECK_EQ(rec.time, 5000040);
+			CHECK_EQ(rec.u.alloc.fn, MT_FN_CALLOC);
+			CHECK_EQ(rec.u.alloc.addr, 0x55550000);
+			CHECK_EQ(rec.u.alloc.size, 48);
+			CHECK_EQ(rec.u.alloc.stack, 7);
+			break;
+		case MT_REC_FREE:
+			CHECK_EQ(rec.time, 5000050);
+			CHECK_EQ(rec.u.free.fn, MT_FN_FREE);
+			CHECK_EQ(rec.u.free.addr, 0x55550000);
+			break;
+		case MT_REC_REALLOC:
+			CHECK_EQ(rec.time, 5000070);
+			CHECK_EQ(rec.u.realloc.t0, 5000060);
+			CHECK_EQ(rec.u.realloc.old, 0x55550100);
+			CHECK_EQ(rec.u.realloc.addr, 0x55540000);
+			CHECK_EQ(rec.u.realloc.size, 1 << 20);
+			break;
+		case MT_REC_FAIL:
+			CHECK_EQ(rec.u.fail.fn, MT_FN_MALLOC);
+			CHECK_EQ(rec.u.fail.size, UINT64_MAX);
+			CHECK_EQ(rec.u.fail.err, ENOMEM);
+			break;
+		case MT_REC_MMAP:
+			CHECK_EQ(rec.u.mmap.addr, 0x7f1000000000);
+			CHECK_EQ(rec.u.mmap.len, 3 * 4096);
+			CHECK_EQ(rec.u.mmap.prot, 3);
+			CHECK_EQ(rec.u.mmap.flags, 0x22);
+			break;
+		case MT_REC_MUNMAP:
+			CHECK_EQ(rec.u.munmap.addr, 0x7f1000001000);
+			CHECK_EQ(rec.u.munmap.len, 4096);
+			break;
+		case MT_REC_MREMAP:
+			CHECK_EQ(rec.time, 5000120);
+			CHECK_EQ(rec.u.mremap.t0, 5000110);
+			CHECK_EQ(rec.u.mremap.old, 0x7f1000000000);
+			CHECK_EQ(rec.u.mremap.old_len, 4096);
+			CHECK_EQ(rec.u.mremap.addr, 0x7f2000000000);
+			CHECK_EQ(rec.u.mremap.len, 8192);
+			break;
+		case MT_REC_SAMPLE:
+			CHECK_EQ(rec.u.sample.ns, 5000130);
+			CHECK_EQ(rec.u.sample.n, 12);
+			CHECK_EQ(rec.u.sample.values[0], 1000);
+			CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1], 1000 * MT_SAMPLE_FIELD_COUNT);
+			break;
+		case MT_REC_EXIT:
+			CHECK_EQ(rec.u.exit.how, MT_EXIT_EXIT);
+			CHECK_EQ(rec.u.exit.status, 3);
+			break;
+		case MT_REC_LOST:
+			CHECK_EQ(rec.u.lost.reason, 1);
+			CHECK_EQ(rec.u.lost.count, 17);
+			CHECK_EQ(rec.time, 5000140);
+			break;
+		}
+	}
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+/* Every prefix of a trace: an error (cut inside the header or a chunk) or a clean read. */
+static void test_truncation(void)
+{
+	size_t off[MT_REC_TYPE_COUNT + 1];
+	struct mt_error err;
+	uint64_t records;
+	struct tb b;
+
+	build_all(&b, off);
+	tb_chunk(&b, 1, 100, 102, 6000000);
+	tb_alloc(&b, 6000001, MT_FN_MALLOC, 0x1000, 10, 0);
+	for (size_t n = 0; n <= b.size; n++) {
+		int r;
+		memset(&err, 0, sizeof(err));
+		r = read_all(b.buf, n, &records, &err);
+		if (n < MT_HEADER_SIZE || (n - MT_HEADER_SIZE) % CHUNK) {
+			CHECK(r == -EBADMSG);
+			CHECK(err.message[0] != 0);
+			if (n >= MT_HEADER_SIZE)
+				CHECK_EQ(err.offset, MT_HEADER_SIZE + (n - MT_HEADER_SIZE) / CHUNK * CHUNK);
+		} else {
+			CHECK_EQ(r, 0);
+		}
+	}
+	CHECK_EQ(read_all(b.buf, b.size, &records, &err), 0);
+	CHECK_EQ(records, MT_REC_TYPE_COUNT);
+	tb_free_buf(&b);
+}
+
+/* A record cut at every byte inside its chunk: the zero bytes after it end the chunk cleanly or the payload is short. */
+static void test_cut_records(void)
+{
+	size_t off[MT_REC_TYPE_COUNT + 1];
+	struct mt_error err;
+	uint64_t records;
+	struct tb b;
+
+	build_all(&b, off);
+	for (size_t n = FIRST; n < b.pos; n++) {
+		uint8_t *copy = malloc(b.size);
+		int r;
+		memcpy(copy, b.buf, b.size);
+		memset(copy + n, 0, b.pos - n);
+		r = read_all(copy, b.size, &records, &err);
+		CHECK(r == 0 || r == -EBADMSG);
+		free(copy);
+	}
+	tb_free_buf(&b);
+}
+
+static void test_header_errors(void)
+{
+	struct mt_error err = { 0 };
+	struct mt_file_header *h;
+	struct mt_trace t;
+	struct tb b;
+	uint8_t elf[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+
+	CHECK_EQ(mt_reader_open_memory(&t, "", 0, &err), -EBADMSG);
+	CHECK_STR(err.message, "the file is empty, not a memtrace trace");
+	CHECK_EQ(mt_reader_open_memory(&t, elf, sizeof(elf), &err), -EBADMSG);
+	CHECK_EQ(err.offset, 0);
+	CHECK_STR(err.message, "not a memtrace trace (no MEMTRACE magic)");
+
+	tb_init(&b, CHUNK);
+	h = (struct mt_file_header *)b.buf;
+	h->version = 2;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
+	CHECK_STR(err.message, "trace format version 2 is newer than this memtrace reads (1)");
+	CHECK_EQ(err.offset, 8);
+	h->version = 1;
+	h->byte_order = __builtin_bswap32(MT_BYTE_ORDER_MARK);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
+	CHECK_EQ(err.offset, 20);
+	h->byte_order = MT_BYTE_ORDER_MARK;
+	h->chunk_size = 1000;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EBADMSG);
+	CHECK_EQ(err.offset, 16);
+	h->chunk_size = CHUNK;
+	h->header_size = 8;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EBADMSG);
+	CHECK_EQ(err.offset, 12);
+	h->header_size = MT_HEADER_SIZE;
+	b.buf[0] = 'X';
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EBADMSG);
+	b.buf[0] = 'M';
+	/* a header alone is an empty trace, and next_chunk past the end is fine */
+	h->next_chunk = MT_HEADER_SIZE + 10 * CHUNK;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_reader_chunk_slots(&t), 0);
+	tb_free_buf(&b);
+}
+
+static void test_zero_type_and_unused_chunks(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = { 0 };
+	struct mt_replay *rp;
+	struct mt_cursor c;
+	struct mt_trace t;
+	size_t at;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_process(&b, 1001, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 1002, MT_FN_MALLOC, 0x1000, 10, 0);
+	at = b.pos;
+	tb_alloc(&b, 1003, MT_FN_MALLOC, 0x2000, 20, 0);
+	b.buf[at] = 0; /* a record whose type byte was never stored: the writer was killed */
+	tb_chunk_magic(&b, 0, 0, 0, 0, 0); /* claimed, never written */
+	b.buf[b.chunk + 100] = 0xee;       /* whatever is in it is not read */
+	tb_chunk(&b, 1, 100, 100, 2000);
+	tb_alloc(&b, 2001, MT_FN_MALLOC, 0x3000, 30, 0);
+
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_reader_chunk_slots(&t), 3);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.alloc.addr, 0x1000);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 0);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	CHECK_EQ(mt_replay_open(&rp, &t, &err), 0);
+	CHECK_EQ(mt_replay_trace_stats(rp)->unused_chunks, 1);
+	CHECK_EQ(mt_replay_trace_stats(rp)->chunks, 2);
+	CHECK_EQ(mt_replay_run(rp, NULL, NULL, &err), 0);
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_bytes, 40);
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_blocks, 2);
+	CHECK_EQ(mt_replay_instance(rp, 0)->end, MT_END_KILLED);
+	mt_replay_free(rp);
+	mt_reader_close(&t);
+
+	/* garbage where a chunk magic belongs is an error at that chunk */
+	b.buf[MT_HEADER_SIZE + CHUNK] = 0x42;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), -EBADMSG);
+	CHECK_EQ(err.offset, MT_HEADER_SIZE + CHUNK);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+static void test_corrupt_records(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = { 0 };
+	struct mt_cursor c;
+	struct mt_trace t;
+	size_t at;
+	struct tb b;
+
+	/* unknown type skipped by its length; extra payload ignored */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_u(&b, 1);
+	tb_u(&b, 2);
+	tb_u(&b, 3);
+	tb_end(&b, 99);
+	tb_dt(&b, 1010);
+	tb_u(&b, MT_FN_FREE);
+	tb_addr(&b, 0x5000);
+	tb_u(&b, 12345); /* a field from the future */
+	tb_str(&b, "more", 4);
+	tb_end(&b, MT_REC_FREE);
+	tb_exit(&b, 1020, 1, 0);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.type, 99);
+	CHECK_EQ(rec.length, 3);
+	CHECK(mt_record_name(rec.type) == NULL);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.type, MT_REC_FREE);
+	CHECK_EQ(rec.u.free.addr, 0x5000);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.type, MT_REC_EXIT);
+	CHECK_EQ(rec.time, 1020);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+
+	/* missing fields: an ALLOC without its stack */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_dt(&b, 1001);
+	tb_u(&b, MT_FN_MALLOC);
+	tb_addr(&b, 0x1000);
+	tb_u(&b, 10);
+	at = tb_end(&b, MT_REC_ALLOC);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0); /* and it stays stopped */
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+
+	/* a corrupt varint in the length, and one inside the payload */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = b.pos;
+	b.buf[at] = MT_REC_ALLOC;
+	memset(b.buf + at + 1, 0xff, 12);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	mt_reader_close(&t);
+	b.buf[at + 1] = 12;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	mt_reader_close(&t);
+
+	/* a length past the end of the chunk */
+	b.buf[at + 1] = 0x80 | 0x7f;
+	b.buf[at + 2] = 0x7f;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK(strstr(err.message, "past the end of its chunk") != NULL);
+	mt_reader_close(&t);
+
+	/* absurd counts: a STACK of 100000 frames, a MODULE of 1000 segments */
+	memset(b.buf + at, 0, 64);
+	b.pos = at;
+	tb_u(&b, 1);
+	tb_u(&b, 0);
+	tb_u(&b, 100000);
+	tb_end(&b, MT_REC_STACK);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+
+	/* a record that ends exactly at the chunk's end, and a padded length */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = b.pos;
+	b.buf[at] = 99;
+	b.buf[at + 1] = 0x80 | ((CHUNK - 32 - 4) & 0x7f);
+	b.buf[at + 2] = 0x80 | (((CHUNK - 32 - 4) >> 7) & 0x7f);
+	b.buf[at + 3] = 0;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.length, CHUNK - 32 - 4);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+/* Random damage to a valid trace: any outcome but a crash, a hang or a sanitizer report. */
+static void test_random_damage(void)
+{
+	size_t off[MT_REC_TYPE_COUNT + 1];
+	struct mt_error err;
+	uint64_t records, seed = 42;
+	struct tb b;
+
+	build_all(&b, off);
+	tb_chunk(&b, 2, 200, 200, 7000000);
+	tb_process(&b, 7000001, 200, 100, MT_ORIGIN_FORK, 1, "/bin/prog", "prog", 4);
+	tb_realloc(&b, 7000010, 7000005, 0x55540000, 0x66660000, 10, 7);
+	tb_mmap(&b, 7000020, 0x7f3000000000, 8192, 0);
+	tb_munmap(&b, 7000030, 0x7f3000001000, 1);
+	for (int iter = 0; iter < 3000; iter++) {
+		uint8_t *copy = malloc(b.size);
+		int flips = 1 + iter % 8;
+		memcpy(copy, b.buf, b.size);
+		for (int f = 0; f < flips; f++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			size_t pos = MT_HEADER_SIZE + (seed >> 33) % (b.size - MT_HEADER_SIZE);
+			/* most damage lands where records are */
+			if (iter % 4)
+				pos = MT_HEADER_SIZE + 32 + (seed >> 33) % 200 + (iter % 2) * CHUNK;
+			copy[pos] = (uint8_t)(seed >> 17);
+		}
+		int r = read_all(copy, b.size, &records, &err);
+		CHECK(r <= 0);
+		free(copy);
+	}
+	tb_free_buf(&b);
+}
+
+/* TSC ticks become ns by the line through the earliest and latest pairs. */
+static void test_clock_fit(void)
+{
+	struct mt_clock_fit fit = { .clock = MT_CLOCK_TSC };
+	struct mt_error err = { 0 };
+	struct mt_chunk_header *ch;
+	struct mt_trace t;
+	struct tb b;
+
+	CHECK_EQ(mt_clock_ns(&fit, 1234), 1234); /* no pair: nothing better to say */
+	mt_clock_fit_add(&fit, 3000, 1000);
+	mt_clock_fit_add(&fit, 9000, 3000);
+	mt_clock_fit_add(&fit, 6000, 2000);
+	CHECK_EQ(mt_clock_ns(&fit, 3000), 1000);
+	CHECK_EQ(mt_clock_ns(&fit, 4500), 1500);
+	CHECK_EQ(mt_clock_ns(&fit, 12000), 4000);
+	fit.clock = MT_CLOCK_MONOTONIC_NS;
+	CHECK_EQ(mt_clock_ns(&fit, 4500), 4500);
+
+	tb_init(&b, CHUNK);
+	((struct mt_file_header *)b.buf)->clock = MT_CLOCK_TSC;
+	tb_chunk(&b, 1, 1, 1, 30000);
+	ch = (struct mt_chunk_header *)(b.buf + b.chunk);
+	ch->base_ns = 10000;
+	tb_chunk(&b, 1, 1, 2, 60000);
+	ch = (struct mt_chunk_header *)(b.buf + b.chunk);
+	ch->base_ns = 20000;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_clock_ns(&t.fit, 45000), 15000);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+int main(void)
+{
+	test_clock_fit();
+	test_every_type();
+	test_truncation();
+	test_cut_records();
+	test_header_errors();
+	test_zero_type_and_unused_chunks();
+	test_corrupt_records();
+	test_random_damage();
+	if (test_failures)
+		fprintf(stderr, "%d checks failed\n", test_failures);
+	return test_failures ? 1 : 0;
+}

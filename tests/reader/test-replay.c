@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of analyzer/replay.c with exact figures: realloc's two halves
+ * across threads, partial munmap that trims and splits, mremap, fork
+ * seeding, unknown frees, how instances end, peaks and per-stack figures.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+#include "replay.h"
+#include "test-common.h"
+#include "trace-builder.h"
+
+#define CHUNK 4096u
+#define PAGE 4096u
+
+struct run {
+	struct mt_trace t;
+	struct mt_replay *r;
+	uint64_t records_seen;
+	uint64_t last_time;
+	bool out_of_order;
+};
+
+static int on_record(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	struct run *run = ctx;
+
+	(void)in;
+	run->records_seen++;
+	if (mt_record_is_event(rec->type)) {
+		if (rec->time < run->last_time)
+			run->out_of_order = true;
+		run->last_time = rec->time;
+	}
+	return 0;
+}
+
+static int on_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	(void)ctx;
+	(void)r;
+	(void)in;
+	((struct run *)ctx)->last_time = 0;
+	return 0;
+}
+
+static void replay(struct run *run, struct tb *b)
+{
+	static const struct mt_replay_callbacks cb = { on_record, on_done };
+	struct mt_error err = { 0 };
+
+	memset(run, 0, sizeof(*run));
+	CHECK_EQ(mt_reader_open_memory(&run->t, b->buf, b->size, &err), 0);
+	CHECK_EQ(mt_replay_open(&run->r, &run->t, &err), 0);
+	CHECK_EQ(mt_replay_run(run->r, &cb, run, &err), 0);
+	if (err.message[0])
+		fprintf(stderr, "replay error at %" PRIu64 ": %s\n", err.offset, err.message);
+}
+
+static void done(struct run *run, struct tb *b)
+{
+	mt_replay_free(run->r);
+	mt_reader_close(&run->t);
+	tb_free_buf(b);
+}
+
+static const struct mt_kind_stats *host(struct run *run, uint32_t id)
+{
+	static const struct mt_kind_stats none;
+	const struct mt_instance *in = mt_replay_find_instance(run->r, id);
+
+	return in ? &in->kind[MT_KIND_HOST] : &none;
+}
+
+static const struct mt_kind_stats *mm(struct run *run, uint32_t id)
+{
+	static const struct mt_kind_stats none;
+	const struct mt_instance *in = mt_replay_find_instance(run->r, id);
+
+	return in ? &in->kind[MT_KIND_MMAP] : &none;
+}
+
+/*
+ * realloc frees its old block at t0: another thread that gets that address
+ * between t0 and t1 must not lose its block when the realloc record (at t1)
+ * is replayed.
+ */
+static void test_realloc(void)
+{
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 5, MT_FN_MALLOC, 0xA000, 100, 1);
+	tb_realloc(&b, 20, 10, 0xA000, 0xB000, 200, 2);
+	tb_realloc(&b, 30, 25, 0, 0xC000, 7, 3);       /* realloc(NULL, 7) */
+	tb_realloc(&b, 40, 35, 0xC000, 0, 0, 3);        /* realloc(p, 0) frees */
+	tb_realloc(&b, 50, 45, 0xD000, 0xE000, 5, 3);   /* unknown old block */
+	tb_exit(&b, 60, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 100, 101, 0);
+	tb_alloc(&b, 15, MT_FN_MALLOC, 0xA000, 50, 4); /* between t0 and t1 of the first realloc */
+	replay(&run, &b);
+	CHECK_EQ(host(&run, 1)->allocations, 5);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->unknown_frees, 1);
+	CHECK_EQ(host(&run, 1)->bytes_allocated, 100 + 200 + 7 + 5 + 50);
+	CHECK_EQ(host(&run, 1)->live_bytes, 200 + 50 + 5);
+	CHECK_EQ(host(&run, 1)->live_blocks, 3);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 257);
+	CHECK_EQ(host(&run, 1)->peak_time, 30);
+	CHECK(!run.out_of_order);
+	CHECK_EQ(run.records_seen, 8);
+	done(&run, &b);
+}
+
+static void test_munmap_split(void)
+{
+	const uint64_t m = 0x7f0000000000;
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_mmap(&b, 10, m, 8 * PAGE, 1);
+	tb_munmap(&b, 20, m + 3 * PAGE, 2 * PAGE);     /* the middle: two ranges */
+	tb_munmap(&b, 30, m, 100);                      /* a length rounded up to a page: trims the head */
+	tb_munmap(&b, 40, m + 7 * PAGE, 4 * PAGE);      /* the tail and beyond */
+	tb_munmap(&b, 50, 0x1000, PAGE);                /* nothing of ours */
+	tb_mmap(&b, 60, m + 20 * PAGE, 4 * PAGE, 2);
+	tb_mremap(&b, 80, 70, m + 20 * PAGE, 4 * PAGE, m + 40 * PAGE, 6 * PAGE, 3); /* moves and grows */
+	tb_mremap(&b, 90, 85, 0x2000, PAGE, 0x9000, 2 * PAGE, 3);                   /* a file mapping: ignored */
+	tb_mmap(&b, 100, m + 41 * PAGE, PAGE, 4);       /* MAP_FIXED over a page of the moved range */
+	replay(&run, &b);
+	/* after 20: [0,3) [5,8) = 6 pages 2 blocks; 30: [1,3) [5,8) = 5 pages; 40: [1,3) [5,7) = 4 pages */
+	CHECK_EQ(mm(&run, 1)->allocations, 3);
+	CHECK_EQ(mm(&run, 1)->frees, 3);
+	CHECK_EQ(mm(&run, 1)->bytes_allocated, 8 * PAGE + 4 * PAGE + 2 * PAGE + PAGE);
+	/* 4 pages in 2 ranges, 6 moved pages now split around the fixed one into 2 ranges, plus it */
+	CHECK_EQ(mm(&run, 1)->live_bytes, 4 * PAGE + 6 * PAGE);
+	CHECK_EQ(mm(&run, 1)->live_blocks, 2 + 3);
+	CHECK_EQ(mm(&run, 1)->peak_bytes, 10 * PAGE); /* once the mremap grew the second mapping */
+	CHECK_EQ(mm(&run, 1)->peak_time, 80);
+	CHECK_EQ(host(&run, 1)->live_bytes, 0);
+	done(&run, &b);
+}
+
+struct live_sum {
+	uint64_t bytes[MT_KIND_COUNT];
+	uint64_t blocks;
+	uint64_t from_parent;
+};
+
+static int sum_live(void *ctx, const struct mt_block *blk)
+{
+	struct live_sum *s = ctx;
+
+	s->bytes[blk->kind] += blk->size;
+	s->blocks++;
+	if (blk->stack_instance == 1)
+		s->from_parent++;
+	return 0;
+}
+
+static struct live_sum child_live;
+
+static int child_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	(void)ctx;
+	if (in->id == 2)
+		mt_replay_foreach_live(r, in, sum_live, &child_live);
+	return 0;
+}
+
+static void test_fork_and_ends(void)
+{
+	static const struct mt_replay_callbacks cb = { NULL, child_done };
+	struct mt_error err = { 0 };
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	/* parent, instance 1, pid 100 */
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p\0a", 4);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 100, 1);
+	tb_alloc(&b, 20, MT_FN_MALLOC, 0xB000, 200, 1);
+	tb_mmap(&b, 21, 0x7f0000000000, 2 * PAGE, 2);
+	/* child, instance 2, pid 200: forked at 25, after the frees below are not seen */
+	tb_chunk(&b, 2, 200, 200, 25);
+	tb_process(&b, 25, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
+	tb_free(&b, 40, 0xA000);                        /* inherited */
+	tb_alloc(&b, 41, MT_FN_MALLOC, 0xC000, 50, 1);  /* the child's stack 1 is not the parent's */
+	tb_free(&b, 42, 0xF000);                        /* unknown */
+	tb_exit(&b, 50, MT_EXIT_EXIT, 7);
+	/* the parent goes on, then execs */
+	tb_chunk(&b, 1, 100, 100, 30);
+	tb_free(&b, 30, 0xA000);
+	tb_free(&b, 31, 0xB000);
+	tb_free(&b, 32, 0xB000); /* a double free is an unknown free */
+	/* the exec'd program, instance 3, same pid; killed */
+	tb_chunk(&b, 3, 100, 100, 60);
+	tb_process(&b, 60, 100, 1, MT_ORIGIN_EXEC, 0, "/q", "q", 1);
+	tb_alloc(&b, 61, MT_FN_MALLOC, 0xA000, 1, 0);
+
+	memset(&run, 0, sizeof(run));
+	memset(&child_live, 0, sizeof(child_live));
+	CHECK_EQ(mt_reader_open_memory(&run.t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_replay_open(&run.r, &run.t, &err), 0);
+	CHECK_EQ(mt_replay_run(run.r, &cb, NULL, &err), 0);
+	CHECK_EQ(mt_replay_instance_count(run.r), 3);
+
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->end, MT_END_EXEC);
+	CHECK_STR(mt_replay_find_instance(run.r, 1)->cmdline, "p a");
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->threads, 1);
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->chunks, 2);
+	CHECK_EQ(host(&run, 1)->live_bytes, 0);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->unknown_frees, 1);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 300);
+	CHECK_EQ(mm(&run, 1)->live_bytes, 2 * PAGE);
+
+	CHECK_EQ(mt_replay_find_instance(run.r, 2)->end, MT_END_EXIT);
+	CHECK_EQ(mt_replay_find_instance(run.r, 2)->exit_status, 7);
+	CHECK_EQ(mt_replay_find_instance(run.r, 2)->exit_how, MT_EXIT_EXIT);
+	CHECK_EQ(host(&run, 2)->inherited_bytes, 300);
+	CHECK_EQ(host(&run, 2)->inherited_blocks, 2);
+	CHECK_EQ(mm(&run, 2)->inherited_bytes, 2 * PAGE);
+	CHECK_EQ(host(&run, 2)->frees, 1);
+	CHECK_EQ(host(&run, 2)->unknown_frees, 1);
+	CHECK_EQ(host(&run, 2)->allocations, 1);
+	CHECK_EQ(host(&run, 2)->live_bytes, 250);
+	CHECK_EQ(host(&run, 2)->live_blocks, 2);
+	CHECK_EQ(host(&run, 2)->peak_bytes, 300);
+	CHECK_EQ(child_live.bytes[MT_KIND_HOST], 250);
+	CHECK_EQ(child_live.bytes[MT_KIND_MMAP], 2 * PAGE);
+	CHECK_EQ(child_live.blocks, 3);
+	CHECK_EQ(child_live.from_parent, 2);
+
+	CHECK_EQ(mt_replay_find_instance(run.r, 3)->end, MT_END_KILLED);
+	CHECK_EQ(host(&run, 3)->live_bytes, 1);
+	CHECK_EQ(host(&run, 3)->inherited_bytes, 0);
+	done(&run, &b);
+}
+
+struct stack_figures {
+	uint64_t live[8], peak[8];
+};
+
+static int take_stack(void *ctx, const struct mt_stack_stats *s)
+{
+	struct stack_figures *f = ctx;
+
+	if (s->kind == MT_KIND_HOST && s->stack < 8) {
+		f->live[s->stack] = s->live_bytes;
+		f->peak[s->stack] = s->peak_bytes;
+	}
+	return 0;
+}
+
+static void test_peak_stacks_and_fails(void)
+{
+	struct stack_figures f = { 0 };
+	const uint64_t frames[] = { 0x401000, 0x402000 };
+	const uint64_t *fr;
+	uint32_t n;
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_stack(&b, 1, 2, frames);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 100, 1);
+	tb_alloc(&b, 20, MT_FN_MALLOC, 0x2000, 50, 2);  /* peak 150: stack 1 100, stack 2 50 */
+	tb_free(&b, 30, 0x1000);
+	tb_alloc(&b, 40, MT_FN_MALLOC, 0x3000, 60, 2);  /* 110: below the peak */
+	tb_fail(&b, 50, MT_FN_CALLOC, 1ull << 40, 3, ENOMEM);
+	tb_fail(&b, 51, MT_FN_MMAP, 1ull << 30, 3, ENOMEM);
+	tb_alloc(&b, 60, MT_FN_MALLOC, 0x4000, 10, 3);
+	replay(&run, &b);
+	mt_replay_foreach_stack(run.r, mt_replay_find_instance(run.r, 1), take_stack, &f);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 150);
+	CHECK_EQ(host(&run, 1)->peak_time, 20);
+	CHECK_EQ(f.peak[1], 100);
+	CHECK_EQ(f.peak[2], 50);
+	CHECK_EQ(f.peak[3], 0);
+	CHECK_EQ(f.live[1], 0);
+	CHECK_EQ(f.live[2], 110);
+	CHECK_EQ(f.live[3], 10);
+	CHECK_EQ(host(&run, 1)->failed, 1);
+	CHECK_EQ(mm(&run, 1)->failed, 1);
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->nfails, 2);
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->fails[0].size, 1ull << 40);
+	CHECK_EQ(mt_replay_find_instance(run.r, 1)->fails[0].fn, MT_FN_CALLOC);
+	CHECK_EQ(mt_replay_stack(run.r, 1, 1, &fr, &n, NULL), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(fr[1], 0x402000);
+	CHECK_EQ(mt_replay_stack(run.r, 1, 9, &fr, &n, NULL), -ENOENT);
+	done(&run, &b);
+}
+
+/* Equal times on two threads: file order decides. Many chunks per thread stream in order. */
+static void test_merge_order(void)
+{
+	struct run run;
+	struct tb b;
+	uint64_t t = 100;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 8, 0);
+	tb_chunk(&b, 1, 100, 101, 0);
+	tb_free(&b, 10, 0x1000); /* same time, later in the file: after the alloc */
+	for (int c = 0; c < 20; c++) {
+		tb_chunk(&b, 1, 100, 100 + (uint32_t)(c % 2), t);
+		for (int i = 0; i < 100; i++, t++) {
+			tb_alloc(&b, t, MT_FN_MALLOC, 0x100000 + (uint64_t)i * 16, 16, 0);
+			tb_free(&b, t, 0x100000 + (uint64_t)i * 16);
+		}
+	}
+	replay(&run, &b);
+	CHECK_EQ(host(&run, 1)->unknown_frees, 0);
+	CHECK_EQ(host(&run, 1)->frees, 2001);
+	CHECK_EQ(host(&run, 1)->live_bytes, 0);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 16);
+	CHECK(!run.out_of_order);
+	done(&run, &b);
+}
+
+int main(void)
+{
+	test_realloc();
+	test_munmap_split();
+	test_fork_and_ends();
+	test_peak_stacks_and_fails();
+	test_merge_order();
+	if (test_failures)
+		fprintf(stderr, "%d checks failed\n", test_failures);
+	return test_failures ? 1 : 0;
+}

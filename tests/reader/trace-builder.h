@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tiny trace encoder for the reader's tests: builds a trace in memory,
+ * chunk by chunk, with the helpers of trace-format.h. Times and addresses
+ * are given absolute; the builder keeps the chunk's registers and writes
+ * the deltas, as the preload does.
+ *
+ * May not: be used outside tests (it aborts on misuse rather than failing).
+ */
+#ifndef MEMTRACE_TESTS_TRACE_BUILDER_H
+#define MEMTRACE_TESTS_TRACE_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <memtrace/trace-format.h>
+
+struct tb {
+	uint8_t *buf;
+	size_t size;
+	uint32_t chunk_size;
+	size_t chunk;      /* offset of the chunk being written, 0 if none */
+	size_t pos;        /* next record's offset */
+	uint64_t time, addr;
+	uint8_t payload[8192];
+	size_t plen;
+};
+
+void tb_init(struct tb *b, uint32_t chunk_size);
+void tb_free_buf(struct tb *b);
+/* Appends a zeroed chunk; magic 0 leaves it claimed but unwritten. */
+void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pid, uint32_t tid,
+		    uint64_t base);
+void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base);
+
+/* Payload building, then tb_end writes type | length | payload; returns the record's offset. */
+void tb_u(struct tb *b, uint64_t v);
+void tb_dt(struct tb *b, uint64_t time);
+void tb_addr(struct tb *b, uint64_t addr);
+void tb_str(struct tb *b, const void *s, size_t n);
+size_t tb_end(struct tb *b, uint8_t type);
+
+size_t tb_process(struct tb *b, uint64_t t, uint32_t pid, uint32_t ppid, uint32_t origin,
+		  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len);
+size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames);
+size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size, uint32_t stack);
+size_t tb_free(struct tb *b, uint64_t t, uint64_t addr);
+size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,
+		  uint64_t size, uint32_t stack);
+size_t tb_fail(struct tb *b, uint64_t t, unsigned fn, uint64_t size, uint32_t stack, uint32_t err);
+size_t tb_mmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len, uint32_t stack);
+size_t tb_munmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len);
+size_t tb_mremap(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t old_len,
+		 uint64_t addr, uint64_t len, uint32_t stack);
+size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
+
+#endif
