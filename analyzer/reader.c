@@ -430,6 +430,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		time_field(d, c);
 		rec->u.exit.how = u(d);
 		rec->u.exit.status = u(d);
+		/* appended field: a tick/ns pair at the very end of the process */
+		rec->u.exit.ns = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_LOST:
 		rec->u.lost.reason = u(d);

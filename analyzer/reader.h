@@ -126,6 +126,7 @@ struct mt_record {
 		} sample;
 		struct {
 			uint64_t how, status;
+			uint64_t ns; /* CLOCK_MONOTONIC ns at the record's time; 0 if not written */
 		} exit;
 		struct {
 			uint64_t reason, count;

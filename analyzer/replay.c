@@ -298,6 +298,8 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in, const 
 		mt_clock_fit_add(&r->fit, rec->time, rec->u.sample.ns);
 		return 0;
 	case MT_REC_EXIT:
+		if (rec->u.exit.ns)
+			mt_clock_fit_add(&r->fit, rec->time, rec->u.exit.ns);
 		in->end = MT_END_EXIT;
 		in->exit_how = (uint32_t)rec->u.exit.how;
 		in->exit_status = (uint32_t)rec->u.exit.status;

@@ -69,6 +69,7 @@ void mt_config_load(void)
 		out = "trace.bin";
 	}
 	strcpy(mt_config.output, out);
+	mt_config.enable = flag("MEMTRACE_ENABLE", true);
 	mt_config.depth = number("MEMTRACE_DEPTH", 64, 1, MT_MAX_DEPTH);
 	mt_config.interval_ms = number("MEMTRACE_INTERVAL_MS", 10, 0, 3600 * 1000);
 	mt_config.stack_table_bits = number("MEMTRACE_STACK_TABLE_BITS", 20, 10, 28);

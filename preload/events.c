@@ -29,7 +29,7 @@ void mt_rec_alloc(unsigned fn, void *p, size_t size)
 
 void mt_rec_free(unsigned fn, void *p)
 {
-	uint64_t now = mt_now();
+	uint64_t now = mt_now_before();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 
@@ -98,7 +98,7 @@ void mt_rec_mmap(unsigned fn, void *p, size_t len, int prot, int flags)
 
 void mt_rec_munmap(void *p, size_t len)
 {
-	uint64_t now = mt_now();
+	uint64_t now = mt_now_before();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 

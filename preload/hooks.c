@@ -22,7 +22,7 @@
 #include "mt.h"
 
 /* Enters memtrace for one event, or says the call is to pass through. */
-static inline bool enter(void)
+static inline __attribute__((always_inline)) bool enter(void)
 {
 	if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON)) {
 		if (mt_self.guard || atomic_load(&mt_state) != MT_OFF_YET)
@@ -34,6 +34,7 @@ static inline bool enter(void)
 	if (mt_self.guard)
 		return false;
 	mt_self.guard = true;
+	MT_MARK_CALLER();
 	return true;
 }
 
@@ -50,19 +51,20 @@ static size_t product(size_t a, size_t b)
 	return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
 }
 
-/* Before the real functions are known: only dlsym's own requests come here. */
-static void *early(size_t size)
-{
-	mt_real_resolve();
-	return mt_bootstrap_alloc(size);
-}
-
+/*
+ * The first call of the process looks the real functions up. A call that
+ * comes while that is under way (dlsym's own calloc) finds them still
+ * unknown and is served from the bootstrap arena.
+ */
 MT_EXPORT void *malloc(size_t size)
 {
 	void *p;
 
-	if (MT_UNLIKELY(!mt_real.malloc))
-		return early(size);
+	if (MT_UNLIKELY(!mt_real.malloc)) {
+		mt_real_resolve();
+		if (!mt_real.malloc)
+			return mt_bootstrap_alloc(size);
+	}
 	if (!enter())
 		return mt_real.malloc(size);
 	p = mt_real.malloc(size);
@@ -95,8 +97,11 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 {
 	void *p;
 
-	if (MT_UNLIKELY(!mt_real.calloc))
-		return early(product(n, size));
+	if (MT_UNLIKELY(!mt_real.calloc)) {
+		mt_real_resolve();
+		if (!mt_real.calloc)
+			return mt_bootstrap_alloc(product(n, size));
+	}
 	if (!enter())
 		return mt_real.calloc(n, size);
 	p = mt_real.calloc(n, size);
@@ -119,7 +124,8 @@ static void *from_bootstrap(void *old, size_t size)
 	return p;
 }
 
-static void *realloc_common(unsigned fn, void *old, size_t n, size_t size)
+static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, void *old, size_t n,
+								   size_t size)
 {
 	size_t total = fn == MT_FN_REALLOCARRAY ? product(n, size) : size;
 	uint64_t t0;
@@ -132,7 +138,7 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size)
 	if (!enter())
 		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 						: mt_real.realloc(old, size);
-	t0 = mt_now();
+	t0 = mt_now_before();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size) : mt_real.realloc(old, size);
 	int err = errno;
 	if (p || (old && total == 0))
@@ -172,8 +178,8 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 }
 
 /* The malloc-shaped aligned allocators differ only in the real function. */
-static void *aligned_common(unsigned fn, void *(*real)(size_t, size_t), size_t align,
-			    size_t size, size_t recorded)
+static inline __attribute__((always_inline)) void *
+aligned_common(unsigned fn, void *(*real)(size_t, size_t), size_t align, size_t size, size_t recorded)
 {
 	void *p;
 
@@ -239,8 +245,9 @@ MT_EXPORT size_t malloc_usable_size(void *p)
 
 /* ---- anonymous mappings ---- */
 
-static void *mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr,
-			 size_t len, int prot, int flags, int fd, off_t off)
+static inline __attribute__((always_inline)) void *
+mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
+	    int flags, int fd, off_t off)
 {
 	void *p;
 
@@ -297,7 +304,7 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		return (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
 	if (!mt_config.trace_mmap || !enter())
 		return mt_real.mremap(old, old_len, len, flags, want);
-	t0 = mt_now();
+	t0 = mt_now_before();
 	p = mt_real.mremap(old, old_len, len, flags, want);
 	int err = errno;
 	if (p != MAP_FAILED)

@@ -107,6 +107,10 @@ void mt_init(void)
 	mt_self.guard = true;
 	mt_real_resolve();
 	mt_config_load();
+	if (!mt_config.enable) {
+		atomic_store(&mt_state, MT_DISABLED);
+		goto out;
+	}
 	if (!mt_malloc_is_ours()) {
 		/* stay out of the way entirely: no file, no thread, no environment */
 		mt_say("the program's own malloc comes before memtrace's; nothing to trace");

@@ -31,12 +31,7 @@ static struct known *known; /* mmap'd: MAX_KNOWN entries */
 static unsigned nknown;
 static unsigned long long last_adds, last_subs;
 static _Atomic bool scanning;
-static uintptr_t self_lo, self_hi;
-
-bool mt_in_self(uintptr_t ip)
-{
-	return ip >= self_lo && ip < self_hi;
-}
+uintptr_t mt_self_lo, mt_self_hi;
 
 struct range_query {
 	uintptr_t addr, lo, hi;
@@ -252,7 +247,7 @@ void mt_modules_init(void)
 		return;
 	}
 	known = p;
-	mt_module_range((uintptr_t)&mt_in_self, &self_lo, &self_hi);
+	mt_module_range((uintptr_t)&mt_modules_init, &mt_self_lo, &mt_self_hi);
 	last_adds = last_subs = ~0ull;
 	mt_modules_check();
 }

@@ -40,8 +40,8 @@ struct mt_thread {
 	uint64_t time;    /* time register: last record's time */
 	uint64_t addr;    /* address register: last address written */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
-	struct mt_walk *walk;         /* unwind.c: the last two walks */
-	unsigned walk_flip;
+	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
+	struct mt_area *area;         /* per-thread scratch, mapped on first use */
 	uint32_t tid;
 	bool guard;       /* inside memtrace: interposed calls pass through */
 	bool key_set;     /* the thread-exit destructor is armed */
@@ -58,6 +58,7 @@ struct mt_config {
 	unsigned depth;    /* frames per stack */
 	unsigned interval_ms; /* sampler period; 0 = no sampler */
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
+	bool enable;      /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
 	bool trace_mmap;
 	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
 };
@@ -105,15 +106,37 @@ MT_HIDDEN void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 MT_HIDDEN uint64_t mt_monotonic_ns(void);
 MT_HIDDEN extern bool mt_use_tsc;
 
-/* Now, in the trace's ticks (trace-format.h, enum mt_clock). Hot path. */
+/*
+ * Now, in the trace's ticks (trace-format.h, enum mt_clock), for an event
+ * that has happened: the allocation returned. lfence makes the counter read
+ * wait until every earlier instruction is done, so the time is never before
+ * the loads that found the block free (another thread's free of the same
+ * address has an earlier time). Hot path.
+ */
 static inline uint64_t mt_now(void)
 {
 #if defined(__x86_64__)
 	if (MT_LIKELY(mt_use_tsc)) {
 		uint32_t lo, hi;
-		/* lfence: the read happens after every earlier instruction is done,
-		 * so an allocation's time is never before what it returned */
 		__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+		return (uint64_t)hi << 32 | lo;
+	}
+#endif
+	return mt_monotonic_ns();
+}
+
+/*
+ * Now, for an event about to happen: a free, before the block is given
+ * back. No fence is needed: the counter may be read early, never after the
+ * later stores that give the block back become visible (they cannot retire
+ * before the read does). Saves the fence's cost on every free. Hot path.
+ */
+static inline uint64_t mt_now_before(void)
+{
+#if defined(__x86_64__)
+	if (MT_LIKELY(mt_use_tsc)) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
 		return (uint64_t)hi << 32 | lo;
 	}
 #endif
@@ -192,11 +215,48 @@ static inline uint8_t *mt_put_bytes(uint8_t *p, const void *s, size_t n)
 
 MT_HIDDEN extern uint32_t mt_module_gen; /* modules.c: bumped when one is unloaded */
 
+/*
+ * Per-thread scratch: the stack walker's last two walks and a small cache of
+ * stack ids, so a hot stack costs no look-up in the shared table (whose
+ * slots are spread over megabytes: a cache and TLB miss each).
+ */
+#define MT_ID_CACHE 1024
+struct mt_area {
+	struct mt_walk *walk; /* unwind.c */
+	bool in_fallback;     /* the last stack came from libunwind, into fallback */
+	void *fallback[MT_MAX_DEPTH];
+	struct {
+		uint64_t hash;
+		uint64_t id;
+	} ids[MT_ID_CACHE];
+};
+MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot be mapped */
+
 /* unwind.c: the stack walker. */
-/* Hot path: up to max frames of the caller's stack, innermost first, without
- * memtrace's own, and their hash (the stack table's key). */
-MT_HIDDEN int mt_unwind(void **frames, int max, uint64_t *hash);
-MT_HIDDEN void mt_unwind_thread_gone(struct mt_thread *t);
+/*
+ * The registers of the code that called an interposed function, taken at
+ * its entry: the stack walk starts there, so memtrace's own frames are never
+ * walked. The library is built with frame pointers for this: the caller's
+ * return address is at fp + 8, its stack pointer fp + 16, its rbp at fp.
+ * Must be expanded in the interposed function itself (or in a helper
+ * inlined into it).
+ */
+#define MT_MARK_CALLER()                                                          \
+	do {                                                                      \
+		const uintptr_t *fp_ = __builtin_frame_address(0);               \
+		mt_self.caller_ip = (uintptr_t)__builtin_return_address(0);      \
+		mt_self.caller_sp = (uintptr_t)(fp_ + 2);                         \
+		mt_self.caller_bp = fp_[0];                                       \
+	} while (0)
+
+/*
+ * Hot path: the hash (the stack table's key) and depth of the stack of the
+ * last MT_MARK_CALLER, at most max frames. The frames themselves are wanted
+ * only for a new stack: mt_unwind_frames copies them, innermost first.
+ */
+MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
+MT_HIDDEN void mt_unwind_frames(void **frames, int n);
+MT_HIDDEN void mt_area_release(struct mt_thread *t);
 MT_HIDDEN void mt_unwind_init(void);
 MT_HIDDEN void mt_unwind_forget(void); /* a module went away: its rules may be stale */
 
@@ -236,7 +296,11 @@ MT_HIDDEN void mt_stacks_after_fork(void);
 MT_HIDDEN void mt_modules_init(void);
 MT_HIDDEN void mt_modules_check(void); /* slow path: anything loaded or unloaded? */
 MT_HIDDEN void mt_modules_after_fork(void);
-MT_HIDDEN bool mt_in_self(uintptr_t ip); /* ip inside libmemtrace.so */
+MT_HIDDEN extern uintptr_t mt_self_lo, mt_self_hi; /* libmemtrace.so's code */
+static inline bool mt_in_self(uintptr_t ip)
+{
+	return ip >= mt_self_lo && ip < mt_self_hi;
+}
 /* The executable segment's range of the object holding addr. */
 MT_HIDDEN bool mt_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 

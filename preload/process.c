@@ -80,12 +80,13 @@ void mt_process_exit_record(unsigned how, int status)
 	if (atomic_load(&mt_state) != MT_ON || atomic_exchange(&exit_written, true))
 		return;
 	mt_sampler_sample(); /* the last figures before the end */
-	rec = mt_room(4 + 3 * MT_MAX_VARINT);
+	rec = mt_room(4 + 4 * MT_MAX_VARINT);
 	if (!rec)
 		return;
 	q = mt_put_time(rec + 2, mt_now());
 	q = mt_put_varint(q, how);
 	q = mt_put_varint(q, (uint32_t)status);
+	q = mt_put_varint(q, mt_monotonic_ns());
 	mt_commit_small(rec, MT_REC_EXIT, q);
 }
 

@@ -56,15 +56,19 @@ int mt_stacks_init(void)
 void mt_stacks_after_fork(void)
 {
 	mt_real.munmap((void *)table, (mask + 1) * sizeof(uint64_t));
+	if (mt_self.area) /* ids of the parent's table; this thread is the child's only one */
+		__builtin_memset(mt_self.area->ids, 0, sizeof(mt_self.area->ids));
 	if (table_map() < 0)
 		mt_disable("cannot map the stack table in a forked child", 0);
 }
 
 /* Slow path: the first sighting of a stack in this process. */
-static void write_stack(uint32_t id, void *const *f, int n)
+static void write_stack(uint32_t id, int n)
 {
+	void *f[MT_MAX_DEPTH];
 	uint8_t *rec, *q;
 
+	mt_unwind_frames(f, n);
 	mt_modules_check(); /* any module a frame points into is described first */
 	rec = mt_room(16 + 2 * MT_MAX_VARINT + (size_t)n * MT_MAX_VARINT);
 	if (!rec)
@@ -90,12 +94,34 @@ static void table_full(void)
 	}
 }
 
+static uint32_t lookup(uint64_t h, int n);
+
 /* Hot path: the id of the stack that called the interposed function. */
 uint32_t mt_stack_current(void)
 {
-	void *buf[MT_MAX_DEPTH];
-	uint64_t h, i;
-	int n = mt_unwind(buf, (int)mt_config.depth, &h);
+	uint64_t h;
+	int n = mt_unwind((int)mt_config.depth, &h);
+	struct mt_area *area = mt_self.area;
+	unsigned c = (unsigned)(h >> 32) % MT_ID_CACHE;
+	uint32_t id;
+
+	if (MT_UNLIKELY(!area))
+		return 0; /* no scratch memory for this thread: no stack */
+	if (area->ids[c].hash == h)
+		return (uint32_t)area->ids[c].id;
+	id = lookup(h, n);
+	if (id) {
+		area->ids[c].hash = h;
+		area->ids[c].id = id;
+	}
+	return id;
+}
+
+/* The shared table: the id of the stack with hash h, interning it if new. */
+static uint32_t lookup(uint64_t h, int n)
+{
+	uint64_t i;
+
 	for (i = h & mask;; i = (i + 1) & mask) {
 		uint64_t k = atomic_load_explicit(&table[i], memory_order_relaxed);
 		if (k == h)
@@ -112,7 +138,7 @@ uint32_t mt_stack_current(void)
 			continue;
 		}
 		atomic_fetch_add_explicit(&used, 1, memory_order_relaxed);
-		write_stack((uint32_t)(i + 1), buf, n);
+		write_stack((uint32_t)(i + 1), n);
 		return (uint32_t)(i + 1);
 	}
 }

@@ -25,6 +25,7 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "mt.h"
@@ -320,127 +321,128 @@ static bool stack_bounds(struct mt_thread *t)
 }
 
 /*
+ * A thread's last walk, as register states stored outermost first:
+ * f[0] is the outermost frame reached, f[n - 1] the state inside mt_unwind
+ * itself. Each state is what stepping out of the one below gave; loaded says
+ * how its bp was found (0 carried over, k loaded from sp - 8k) and h is the
+ * stack hash folded from f[0] down to it.
+ *
+ * A new walk that reaches a state equal to one of these (same ip and sp,
+ * and same bp unless the walk reloads bp before any rule reads it, as in
+ * code without frame pointers, where bp holds anything) would go on exactly
+ * as the old one did if every stack word the old walk
+ * read above it still holds the same value; checking that takes independent
+ * loads, not a chain of rule look-ups. Storing outermost first, the shared
+ * outer part keeps its place and its hashes: a walk costs what changed.
+ */
+#define WALK_MAX (MT_MAX_DEPTH + 16)
+struct mt_frame {
+	uintptr_t ip, sp, bp;
+	uint64_t h;
+	uint8_t loaded;  /* bp came from sp - 8 * loaded; 0: carried from the state below */
+	bool rbp_cfa;    /* the step out of this state computed the CFA from bp */
+	bool bp_live;    /* this state's bp is used before the walk reloads it */
+};
+
+struct mt_walk {
+	unsigned n;
+	uint32_t gen;
+	bool truncated; /* stopped at the frame limit, not at the outermost frame */
+	struct mt_frame f[WALK_MAX];
+};
+
+/*
  * libgcc takes its object_mutex around a malloc while it sorts the FDEs of
  * objects registered with __register_frame_info; asking _Unwind_Find_FDE for
  * a rule from under it would deadlock. Such a stack has a libgcc frame.
  */
-static bool from_libgcc(const uintptr_t *ips, unsigned n)
+static bool from_libgcc(const struct mt_frame *f, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (ips[i] >= libgcc_lo && ips[i] < libgcc_hi)
+		if (f[i].ip >= libgcc_lo && f[i].ip < libgcc_hi)
 			return true;
 	return false;
 }
 
 /*
- * The last walk of a thread, as register states: state 0 is in mt_unwind
- * itself, state i + 1 is what stepping out of state i gave. loaded[i] says
- * how bp[i] was found: 0 carried over, k loaded from sp[i] - 8k. A new walk
- * that reaches a state equal to one of these (same ip, sp and bp) would go
- * on exactly as before if every stack word the old walk read above it still
- * holds the same value; checking that takes independent loads, not a chain
- * of rule lookups. Consecutive allocations share most of their stack, so
- * most walks end after a few frames.
+ * The innermost state above c (index below c) whose stack words changed
+ * since w was walked, or -1 when none did. A state the new walk shares with
+ * the old one often belongs to another call path of the same depth; the
+ * check then stops where the paths part, and every later candidate inside
+ * that state fails there too.
  */
-#define WALK_MAX (MT_MAX_DEPTH + 16)
-struct mt_walk {
-	unsigned n;
-	uint32_t gen;
-	bool truncated; /* stopped at the frame limit, not at the outermost frame */
-	uintptr_t ip[WALK_MAX], sp[WALK_MAX], bp[WALK_MAX];
-	uint64_t h[WALK_MAX]; /* h[i]: hash folded from the outermost state down to i */
-	uint8_t loaded[WALK_MAX];
-};
-
-static bool suffix_holds(const struct mt_walk *w, unsigned j)
+static int first_changed(const struct mt_walk *w, unsigned c)
 {
-	bool ok = true;
-
-	for (unsigned i = j + 1; i < w->n; i++) {
-		const uintptr_t *ra = (const uintptr_t *)(w->sp[i] - 8);
-		ok &= *ra == w->ip[i];
-		if (w->loaded[i])
-			ok &= *(const uintptr_t *)(w->sp[i] - 8 * w->loaded[i]) == w->bp[i];
+	for (int i = (int)c - 1; i >= 0; i--) {
+		const struct mt_frame *f = &w->f[i];
+		if (*(const uintptr_t *)(f->sp - 8) != f->ip)
+			return i;
+		if (f->loaded && *(const uintptr_t *)(f->sp - 8 * f->loaded) != f->bp)
+			return i;
 	}
-	return ok;
+	return -1;
 }
 
-static struct mt_walk *walks(struct mt_thread *t)
+#define AREA_BYTES (sizeof(struct mt_area) + sizeof(struct mt_walk))
+
+struct mt_area *mt_area_get(struct mt_thread *t)
 {
-	if (MT_UNLIKELY(!t->walk)) {
-		void *p = mt_real.mmap(NULL, 2 * sizeof(struct mt_walk), PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (MT_UNLIKELY(!t->area)) {
+		uint8_t *p = mt_real.mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
-		t->walk = p;
+		t->area = (struct mt_area *)p;
+		t->area->walk = (struct mt_walk *)(p + sizeof(struct mt_area));
 	}
-	return t->walk;
+	return t->area;
 }
 
-void mt_unwind_thread_gone(struct mt_thread *t)
+void mt_area_release(struct mt_thread *t)
 {
-	if (t->walk)
-		mt_real.munmap(t->walk, 2 * sizeof(struct mt_walk));
-	t->walk = NULL;
+	if (t->area)
+		mt_real.munmap(t->area, AREA_BYTES);
+	t->area = NULL;
 }
 
-/* Walks the stack into cur, reusing what still holds of prev. 0, or -1 for libunwind. */
-static int walk(struct mt_thread *t, struct mt_walk *cur, const struct mt_walk *prev,
-		uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned max, unsigned *reused)
+/*
+ * Walks the stack from (ip, sp, bp), at most max states, into w, reusing
+ * what still holds of the walk w holds. Returns the index from which w's
+ * hashes must be recomputed, or -1 when a frame needs libunwind.
+ */
+static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+		unsigned max)
 {
-	unsigned n = 0, j = 0;
+	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
+	unsigned k = 0;
+	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
 	uint8_t loaded = 0;
+	int keep = -1; /* w->f[0..keep] stays */
 
-	*reused = 0;
+	if (w->truncated)
+		c = -1; /* its top is not the stack's: nothing to share */
 	for (;;) {
-		cur->ip[n] = ip;
-		cur->sp[n] = sp;
-		cur->bp[n] = bp;
-		cur->loaded[n] = loaded;
-		n++;
-		while (j < prev->n && prev->sp[j] < sp)
-			j++;
-		if (j < prev->n && prev->sp[j] == sp && prev->ip[j] == ip && prev->bp[j] == bp &&
-		    suffix_holds(prev, j)) {
-			unsigned copy = prev->n - j - 1;
-			if (copy > max - n)
-				copy = max - n;
-			__builtin_memcpy(&cur->ip[n], &prev->ip[j + 1], copy * sizeof(uintptr_t));
-			__builtin_memcpy(&cur->sp[n], &prev->sp[j + 1], copy * sizeof(uintptr_t));
-			__builtin_memcpy(&cur->bp[n], &prev->bp[j + 1], copy * sizeof(uintptr_t));
-			__builtin_memcpy(&cur->loaded[n], &prev->loaded[j + 1], copy);
-			if (copy == prev->n - j - 1 && !prev->truncated) {
-				/* the outer part is the old one, hashes included */
-				__builtin_memcpy(&cur->h[n], &prev->h[j + 1], copy * sizeof(uint64_t));
-				*reused = copy;
-				cur->n = n + copy;
-				cur->truncated = false;
-				return 0;
+		fresh[k++] = (struct mt_frame){ ip, sp, bp, 0, loaded, false, true };
+		while (c >= 0 && w->f[c].sp < sp)
+			c--;
+		if (c >= 0 && c < changed && w->f[c].sp == sp && w->f[c].ip == ip &&
+		    (!w->f[c].bp_live || w->f[c].bp == bp)) {
+			changed = first_changed(w, (unsigned)c);
+			if (changed < 0) {
+				keep = c;
+				k--; /* state c is fresh[k - 1] */
+				break;
 			}
-			n += copy;
-			if (n == max) {
-				cur->n = n;
-				cur->truncated = true;
-				return 0;
-			}
-			/* the old walk was cut short; go on from its last state */
-			ip = cur->ip[n - 1];
-			sp = cur->sp[n - 1];
-			bp = cur->bp[n - 1];
-			j = prev->n;
 		}
-		if (n == max) {
-			cur->n = n;
-			cur->truncated = true;
-			return 0;
-		}
+		if (k == max)
+			break;
 
 		_Atomic uint64_t *s = slot(ip);
 		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
-		uintptr_t cfa, k;
+		uintptr_t cfa, kk;
 
 		if (MT_UNLIKELY((r & IP_MASK) != ip || !r)) {
-			if (from_libgcc(cur->ip, n))
+			if (from_libgcc(fresh, k))
 				return -1;
 			r = compute_rule(ip);
 			if (!r)
@@ -451,26 +453,46 @@ static int walk(struct mt_thread *t, struct mt_walk *cur, const struct mt_walk *
 			return -1;
 		if (!OFF_FIELD(r))
 			break; /* outermost frame */
+		fresh[k - 1].rbp_cfa = r >> 48 & 1;
 		cfa = ((r >> 48 & 1) ? bp : sp) + OFF_FIELD(r) * 8;
 		if (cfa <= sp || cfa > t->stack_hi)
 			break; /* not a stack we can trust */
-		k = r >> 61;
+		kk = r >> 61;
 		loaded = 0;
-		if (k && cfa - 8 * k >= t->stack_lo) {
-			bp = *(const uintptr_t *)(cfa - 8 * k);
-			loaded = (uint8_t)k;
+		if (kk && cfa - 8 * kk >= t->stack_lo) {
+			bp = *(const uintptr_t *)(cfa - 8 * kk);
+			loaded = (uint8_t)kk;
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
 		sp = cfa;
 		if (ip < 4096 || ip > IP_MASK)
 			break;
 	}
-	cur->n = n;
-	cur->truncated = false;
-	return 0;
+	if (keep + 1 + k > max) {
+		/* deeper than the limit: keep the innermost max states */
+		unsigned drop = keep + 1 + k - max;
+		memmove(&w->f[0], &w->f[drop], (size_t)(keep + 1 - drop) * sizeof(w->f[0]));
+		keep -= (int)drop;
+		w->truncated = true;
+	} else {
+		w->truncated = k == max && keep < 0;
+	}
+	for (unsigned i = 0; i < k; i++)
+		w->f[keep + 1 + (int)i] = fresh[k - 1 - i];
+	w->n = (unsigned)(keep + 1) + k;
+	/* which new states' bp matters to the walk above them */
+	for (int i = keep + 1; i < (int)w->n; i++) {
+		struct mt_frame *f = &w->f[i];
+		f->bp_live = f->rbp_cfa || (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
+	}
+	return w->truncated ? 0 : keep + 1;
 }
 
-static int fallback(void **frames, int max, uint64_t *hash)
+/*
+ * libunwind walks from here: its first frames are memtrace's own, up to the
+ * interposed function; the caller's frame follows them.
+ */
+static int fallback(struct mt_area *area, int max, uint64_t *hash)
 {
 	void *buf[WALK_MAX];
 	int n = unw_backtrace(buf, max + 16), skip = 0;
@@ -480,56 +502,63 @@ static int fallback(void **frames, int max, uint64_t *hash)
 	n -= skip;
 	if (n > max)
 		n = max;
-	__builtin_memcpy(frames, buf + skip, (size_t)n * sizeof(void *));
-	*hash = mt_hash_frames(frames, n);
+	if (area) {
+		__builtin_memcpy(area->fallback, buf + skip, (size_t)n * sizeof(void *));
+		area->walk->n = 0;
+		area->in_fallback = true;
+	}
+	*hash = mt_hash_frames(buf + skip, n);
 	return n;
 }
 
-__attribute__((noinline)) int mt_unwind(void **frames, int max, uint64_t *hash)
+int mt_unwind(int max, uint64_t *hash)
 {
 	struct mt_thread *t = &mt_self;
-	struct mt_walk *w, *cur, *prev;
-	uintptr_t ip, sp, bp;
-	unsigned reused, first, n, i;
+	struct mt_area *area = mt_area_get(t);
+	struct mt_walk *w;
+	int from, n, i;
 	uint64_t h;
 
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=r"(ip), "=r"(sp), "=r"(bp));
-	if (MT_UNLIKELY(!rules || !mt_config.fast_unwind || !stack_bounds(t) || sp < t->stack_lo || sp >= t->stack_hi ||
-			!(w = walks(t))))
-		return fallback(frames, max, hash);
-	prev = &w[t->walk_flip];
-	cur = &w[t->walk_flip ^ 1];
-	if (MT_UNLIKELY(prev->gen != mt_module_gen))
-		prev->n = 0;
-	if (MT_UNLIKELY(walk(t, cur, prev, ip, sp, bp, (unsigned)max + 16, &reused) < 0)) {
-		cur->n = 0;
-		return fallback(frames, max, hash);
+	if (MT_UNLIKELY(!area || !rules || !mt_config.fast_unwind || !t->caller_ip ||
+			!stack_bounds(t) || t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
+		return fallback(area, max, hash);
+	area->in_fallback = false;
+	w = area->walk;
+	if (MT_UNLIKELY(w->gen != mt_module_gen)) {
+		w->n = 0;
+		w->gen = mt_module_gen;
 	}
-	cur->gen = mt_module_gen;
-	t->walk_flip ^= 1;
-	/* states 1.. are return addresses; the innermost ones are memtrace's own */
-	for (first = 1; first < cur->n && mt_in_self(cur->ip[first]); first++)
-		;
-	n = cur->n - first;
-	if (n > (unsigned)max || cur->truncated) {
-		if (n > (unsigned)max)
-			n = (unsigned)max;
+	from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
+	if (MT_UNLIKELY(from < 0))
+		return fallback(area, max, hash);
+	n = (int)w->n;
+	if (w->truncated) {
+		/* the prefix hashes start at the cut, not at the outermost frame */
+		h = MT_HASH_SEED;
 		for (i = 0; i < n; i++)
-			frames[i] = (void *)cur->ip[first + i];
-		*hash = mt_hash_frames(frames, (int)n);
-		return (int)n;
+			h = mt_hash_fold(h, w->f[i].ip);
+		*hash = mt_hash_finish(h, (unsigned)n);
+		return n;
 	}
-	i = cur->n - reused;
-	h = i < cur->n ? cur->h[i] : MT_HASH_SEED;
-	while (i-- > first) {
-		h = mt_hash_fold(h, cur->ip[i]);
-		cur->h[i] = h;
+	h = from > 0 ? w->f[from - 1].h : MT_HASH_SEED;
+	for (i = from; i < n; i++) {
+		h = mt_hash_fold(h, w->f[i].ip);
+		w->f[i].h = h;
 	}
-	for (i = 0; i < n; i++)
-		frames[i] = (void *)cur->ip[first + i];
-	*hash = mt_hash_finish(h, n);
-	return (int)n;
+	*hash = mt_hash_finish(h, (unsigned)n);
+	return n;
+}
+
+void mt_unwind_frames(void **frames, int n)
+{
+	struct mt_area *area = mt_self.area;
+
+	if (area->in_fallback) {
+		__builtin_memcpy(frames, area->fallback, (size_t)n * sizeof(void *));
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		frames[i] = (void *)area->walk->f[area->walk->n - 1 - (unsigned)i].ip;
 }
 
 void mt_unwind_init(void)
@@ -548,8 +577,9 @@ void mt_unwind_forget(void)
 
 #else
 
-int mt_unwind(void **frames, int max, uint64_t *hash)
+int mt_unwind(int max, uint64_t *hash)
 {
+	struct mt_area *area = mt_area_get(&mt_self);
 	void *buf[MT_MAX_DEPTH + 16];
 	int n = unw_backtrace(buf, max + 16), skip = 0;
 
@@ -558,14 +588,34 @@ int mt_unwind(void **frames, int max, uint64_t *hash)
 	n -= skip;
 	if (n > max)
 		n = max;
-	__builtin_memcpy(frames, buf + skip, (size_t)n * sizeof(void *));
-	*hash = mt_hash_frames(frames, n);
-	return n;
+	if (area)
+		__builtin_memcpy(area->fallback, buf + skip, (size_t)n * sizeof(void *));
+	*hash = mt_hash_frames(buf + skip, n);
+	return area ? n : 0;
 }
 
-void mt_unwind_thread_gone(struct mt_thread *t)
+void mt_unwind_frames(void **frames, int n)
 {
-	(void)t;
+	__builtin_memcpy(frames, mt_self.area->fallback, (size_t)n * sizeof(void *));
+}
+
+struct mt_area *mt_area_get(struct mt_thread *t)
+{
+	if (MT_UNLIKELY(!t->area)) {
+		void *p = mt_real.mmap(NULL, sizeof(struct mt_area), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		t->area = p;
+	}
+	return t->area;
+}
+
+void mt_area_release(struct mt_thread *t)
+{
+	if (t->area)
+		mt_real.munmap(t->area, sizeof(struct mt_area));
+	t->area = NULL;
 }
 
 void mt_unwind_init(void)

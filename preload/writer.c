@@ -240,7 +240,7 @@ static void thread_gone(void *arg)
 	(void)arg;
 	t->guard = true;
 	release_chunk(t);
-	mt_unwind_thread_gone(t);
+	mt_area_release(t);
 	t->key_set = false;
 	t->guard = guard;
 }

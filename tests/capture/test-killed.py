@@ -18,7 +18,9 @@ def start(argv, trace, preexec=None):
     p = subprocess.Popen(argv, env=traced_env(trace), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=preexec)
     line = p.stdout.readline()
-    check(line == b"ready\n", f"{argv} did not get ready: {line!r} {p.stderr.read()!r}")
+    if line != b"ready\n":
+        p.kill()
+        check(False, f"{argv} did not get ready: {line!r} {p.stderr.read()!r}")
     return p
 
 

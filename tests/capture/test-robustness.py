@@ -4,6 +4,7 @@ full disk, a planted symlink, signals, threads that exit the process,
 dlopen, allocations before main, an allocator of its own. memtrace says
 what it cannot do in one line on stderr and changes nothing else."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -99,11 +100,12 @@ def test_exit_from_a_thread():
 
 def test_dlopen_and_before_main():
     trace = compare([program("dlopen-early")])
-    (p,) = dump_summary(trace)["processes"]
-    check((p["memories"]["host"]["live_bytes"], p["memories"]["host"]["live_blocks"]) == (777 + 555, 2),
-          f"live at exit: {p['memories']['host']}")
     dump = run([BIN, "dump", trace]).stdout.decode()
-    check("libz.so" in dump, "no MODULE record for the dlopen'ed libz")
+    check(re.search(r'MODULE .*path "[^"]*libz\.so', dump), "no MODULE record for the dlopen'ed libz")
+    for size in (777, 555):
+        check(re.search(rf"ALLOC malloc \S+ size {size} ", dump), f"the {size}-byte block is not in the trace")
+    # zlib's deflate state (some 5 KiB and more) was allocated and freed in between
+    check(re.search(r"ALLOC \S+ \S+ size [5-9]\d{3} ", dump), "zlib's allocations are not in the trace")
 
 
 def test_own_allocator():
