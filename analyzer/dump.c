@@ -378,7 +378,9 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 			const char *fn = mt_fn_name(e->fn);
 			json_object_set_new(o, "ms", json_real(rel_ms(t, e->time)));
 			json_object_set_new(o, "fn", json_string(fn ? fn : "unknown"));
-			json_object_set_new(o, "size", json_integer((json_int_t)e->size));
+			/* a calloc whose product overflowed asked for more than 2^63 bytes */
+			json_object_set_new(o, "size", e->size > INT64_MAX ? json_real((double)e->size)
+									 : json_integer((json_int_t)e->size));
 			json_object_set_new(o, "stack", json_integer(e->stack));
 			json_object_set_new(o, "errno", json_integer(e->err));
 			json_array_append_new(fails, o);

@@ -69,6 +69,10 @@ def test_oom_killer_at_a_cgroup_limit():
         check(k >= 10 and host["live_bytes"] == 100 * 1000 + k * (1 << 20),
               f"live at death is not 100 x 1000 bytes + k x 1 MiB: {host}")
         check(allocs_in_dump(trace, 1000) == 100, "the 100 blocks of 1000 bytes are not all there")
+        # the sampler saw the cgroup's limit, and RSS close to it, before the kill
+        sample = proc["last_sample"]
+        check(sample["cgroup_max"] == 64 << 20, f"the last sample's cgroup limit: {sample}")
+        check(sample["rss"] > 32 << 20, f"the last sample's RSS is not near the limit: {sample}")
     finally:
         os.rmdir(group)
         shutil.rmtree(d)

@@ -84,8 +84,26 @@ def test_earlier_trace_kept_as_old():
     shutil.rmtree(d)
 
 
-def test_errno_unchanged():
-    compare([program("errno-check")])
+def test_errno_unchanged_and_failures_recorded():
+    trace = compare([program("errno-check")])
+    (p,) = dump_summary(trace)["processes"]
+    got = [(f["fn"], f["size"], f["errno"]) for f in p["failed"]]
+    huge = (1 << 63) - 1
+    want = [("malloc", huge, 12), ("calloc", float(1 << 64), 12), ("realloc", huge, 12),
+            ("posix_memalign", 10, 22)]
+    check(got == want, f"failed allocations {got}, expected {want}")
+    check(all(f["stack"] for f in p["failed"]), "a failed allocation has no stack")
+
+
+def test_memtrace_run_exit_status():
+    d = workdir()
+    trace = os.path.join(d, "t.bin")
+    r = run([BIN, "run", "-o", trace, "--", "sh", "-c", "exit 3"])
+    check(r.returncode == 3, f"memtrace run returned {r.returncode} for exit 3")
+    r = run([BIN, "run", "-o", trace, "--", "sh", "-c", "kill -9 $$"])
+    check(r.returncode == 128 + 9, f"memtrace run returned {r.returncode} for SIGKILL")
+    check(b"(the earlier trace is now" in r.stderr, f"no word of the .old trace: {r.stderr!r}")
+    shutil.rmtree(d)
 
 
 def test_signal_handler_allocations():
@@ -119,7 +137,8 @@ main({
     "full_disk": test_full_disk,
     "planted_symlink_is_not_followed": test_planted_symlink_is_not_followed,
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,
-    "errno_unchanged": test_errno_unchanged,
+    "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
+    "memtrace_run_exit_status": test_memtrace_run_exit_status,
     "signal_handler_allocations": test_signal_handler_allocations,
     "exit_from_a_thread": test_exit_from_a_thread,
     "dlopen_and_before_main": test_dlopen_and_before_main,
