@@ -106,6 +106,19 @@ MT_HIDDEN void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 MT_HIDDEN uint64_t mt_monotonic_ns(void);
 MT_HIDDEN extern bool mt_use_tsc;
 
+#if defined(__x86_64__)
+static inline uint64_t mt_rdtsc(bool fenced)
+{
+	uint32_t lo, hi;
+
+	if (fenced)
+		__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	else
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	return (uint64_t)hi << 32 | lo;
+}
+#endif
+
 /*
  * Now, in the trace's ticks (trace-format.h, enum mt_clock), for an event
  * that has happened: the allocation returned. lfence makes the counter read
@@ -116,11 +129,8 @@ MT_HIDDEN extern bool mt_use_tsc;
 static inline uint64_t mt_now(void)
 {
 #if defined(__x86_64__)
-	if (MT_LIKELY(mt_use_tsc)) {
-		uint32_t lo, hi;
-		__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
-		return (uint64_t)hi << 32 | lo;
-	}
+	if (MT_LIKELY(mt_use_tsc))
+		return mt_rdtsc(true);
 #endif
 	return mt_monotonic_ns();
 }
@@ -134,11 +144,8 @@ static inline uint64_t mt_now(void)
 static inline uint64_t mt_now_before(void)
 {
 #if defined(__x86_64__)
-	if (MT_LIKELY(mt_use_tsc)) {
-		uint32_t lo, hi;
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-		return (uint64_t)hi << 32 | lo;
-	}
+	if (MT_LIKELY(mt_use_tsc))
+		return mt_rdtsc(false);
 #endif
 	return mt_monotonic_ns();
 }
