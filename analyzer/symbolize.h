@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbolization of a trace's return addresses, offline, with elfutils'
+ * libdw, from the module map the trace recorded (path, build-id, load bias,
+ * segments). A module whose file is gone, changed (another build-id) or has
+ * no debug info gives module+offset, never a wrong name. Returns negative
+ * errno; never prints.
+ */
+#ifndef MEMTRACE_ANALYZER_SYMBOLIZE_H
+#define MEMTRACE_ANALYZER_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "replay.h"
+
+struct mt_symbolizer;
+
+/* One source-level frame. Strings live until mt_symbolizer_free. */
+struct mt_sym {
+	const char *function; /* demangled; NULL when unknown */
+	const char *file;     /* source file; NULL when unknown */
+	uint32_t line;        /* 0 when unknown */
+	const char *module;   /* the module's path; NULL when the address is in none */
+	uint64_t address;     /* the return address as recorded */
+	uint64_t offset;      /* address - the module's load bias */
+	bool inlined;         /* inlined into the frame that follows it */
+};
+
+int mt_symbolizer_new(struct mt_symbolizer **out);
+void mt_symbolizer_free(struct mt_symbolizer *s);
+
+/*
+ * The frames of one return address of an instance: the inlined calls at
+ * that point, innermost first, then the function that contains them (the
+ * address looked up is address - 1, the call instruction). Writes at most
+ * max frames to out and returns how many (at least 1), or a negative errno.
+ * Results are cached per (module, address).
+ */
+int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t address,
+		 struct mt_sym *out, unsigned max);
+
+#endif
