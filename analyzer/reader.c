@@ -263,7 +263,7 @@ struct dec {
 	bool bad;
 };
 
-static uint64_t u(struct dec *d)
+static uint64_t u_slow(struct dec *d)
 {
 	uint64_t v = 0;
 
@@ -273,6 +273,16 @@ static uint64_t u(struct dec *d)
 	}
 	d->field++;
 	return v;
+}
+
+/* Most fields are one byte: that case is a compare and a load. */
+static inline uint64_t u(struct dec *d)
+{
+	if (__builtin_expect(d->p < d->end && *d->p < 0x80, 1)) {
+		d->field++;
+		return *d->p++;
+	}
+	return u_slow(d);
 }
 
 static int64_t z(struct dec *d)
@@ -319,6 +329,12 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 {
 	uint64_t n;
 
+	if (c->skim_events && mt_record_is_event(rec->type)) {
+		time_field(d, c);
+		return d->bad ? fail(err, -EBADMSG, rec->offset, "%s record without its time",
+				     mt_record_name(rec->type))
+			      : 0;
+	}
 	switch (rec->type) {
 	case MT_REC_PROCESS:
 		time_field(d, c);

@@ -141,6 +141,12 @@ struct mt_cursor {
 	const uint8_t *pos, *end;
 	uint64_t time, addr; /* the chunk's registers */
 	bool done;
+	/*
+	 * Set by a caller that wants only the times of event records (a first
+	 * pass over the file): their other fields are skipped by length, and
+	 * the address register is then not kept.
+	 */
+	bool skim_events;
 };
 
 /* Maps path read-only and checks its header. */

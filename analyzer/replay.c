@@ -402,6 +402,7 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		}
 		if (!in->pid)
 			in->pid = c.chunk.pid;
+		c.skim_events = true; /* events are replayed in the second pass */
 		while ((ret = mt_cursor_next(&c, rec, err)) > 0) {
 			ret = first_pass_record(r, in, rec);
 			if (ret < 0)
