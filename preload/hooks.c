@@ -12,8 +12,8 @@
  */
 #include <errno.h>
 #include <malloc.h>
-#include <stdlib.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -125,7 +125,7 @@ static void *from_bootstrap(void *old, size_t size)
 }
 
 static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, void *old, size_t n,
-								   size_t size)
+                                                                  size_t size)
 {
 	size_t total = fn == MT_FN_REALLOCARRAY ? product(n, size) : size;
 	uint64_t t0;
@@ -137,9 +137,10 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 		mt_real_resolve();
 	if (!enter())
 		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
-						: mt_real.realloc(old, size);
+		                                : mt_real.realloc(old, size);
 	t0 = mt_now_before();
-	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size) : mt_real.realloc(old, size);
+	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
+	                             : mt_real.realloc(old, size);
 	int err = errno;
 	if (p || (old && total == 0))
 		mt_rec_realloc(fn, t0, old, p, total);
@@ -178,8 +179,10 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 }
 
 /* The malloc-shaped aligned allocators differ only in the real function. */
-static inline __attribute__((always_inline)) void *
-aligned_common(unsigned fn, void *(*real)(size_t, size_t), size_t align, size_t size, size_t recorded)
+static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
+                                                                  void *(*real)(size_t, size_t),
+                                                                  size_t align, size_t size,
+                                                                  size_t recorded)
 {
 	void *p;
 
@@ -247,7 +250,7 @@ MT_EXPORT size_t malloc_usable_size(void *p)
 
 static inline __attribute__((always_inline)) void *
 mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
-	    int flags, int fd, off_t off)
+            int flags, int fd, off_t off)
 {
 	void *p;
 

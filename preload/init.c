@@ -79,9 +79,9 @@ void mt_disable(const char *why, int err)
 static bool tsc_usable(void)
 {
 #if defined(__x86_64__)
-	char buf[32] = { 0 };
+	char buf[32] = {0};
 	int f = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		     O_RDONLY | O_CLOEXEC);
+	             O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (f < 0)

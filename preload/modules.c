@@ -57,7 +57,7 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg)
 
 bool mt_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
-	struct range_query q = { addr, 0, 0 };
+	struct range_query q = {addr, 0, 0};
 
 	dl_iterate_phdr(find_range, &q);
 	*lo = q.lo;
@@ -170,14 +170,14 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	if (nknown < MAX_KNOWN)
-		known[nknown++] = (struct known){ info->dlpi_addr, h, true };
+		known[nknown++] = (struct known){info->dlpi_addr, h, true};
 	write_module(info, name);
 	return 0;
 }
 
 static void rescan(void)
 {
-	struct scan s = { .first = true };
+	struct scan s = {.first = true};
 	unsigned i, kept = 0;
 	bool gone = false;
 
@@ -222,7 +222,7 @@ static int peek(struct dl_phdr_info *info, size_t size, void *arg)
 
 void mt_modules_check(void)
 {
-	struct counts c = { 0, 0 };
+	struct counts c = {0, 0};
 
 	if (!known)
 		return;
@@ -240,7 +240,7 @@ void mt_modules_check(void)
 void mt_modules_init(void)
 {
 	void *p = mt_real.mmap(NULL, MAX_KNOWN * sizeof(struct known), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED) {
 		mt_disable("cannot map the module table", 0);

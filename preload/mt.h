@@ -23,28 +23,28 @@
 
 #include "memtrace/trace-format.h"
 
-#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MT_TLS __thread __attribute__((tls_model("initial-exec")))
-#define MT_HIDDEN __attribute__((visibility("hidden")))
-#define MT_EXPORT __attribute__((visibility("default")))
+#define MT_TLS         __thread __attribute__((tls_model("initial-exec")))
+#define MT_HIDDEN      __attribute__((visibility("hidden")))
+#define MT_EXPORT      __attribute__((visibility("default")))
 
 /* The largest record a hot-path event can produce, with its type and length. */
 #define MT_HOT_RECORD_MAX 96
 
 /* Per-thread state. Lives in static TLS: usable from a thread's first instruction. */
 struct mt_thread {
-	uint8_t *pos;     /* next free byte of the current chunk */
-	uint8_t *end;     /* end of the current chunk */
-	uint8_t *base;    /* the chunk's mapping, NULL when none */
-	uint64_t time;    /* time register: last record's time */
-	uint64_t addr;    /* address register: last address written */
-	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
+	uint8_t *pos;                              /* next free byte of the current chunk */
+	uint8_t *end;                              /* end of the current chunk */
+	uint8_t *base;                             /* the chunk's mapping, NULL when none */
+	uint64_t time;                             /* time register: last record's time */
+	uint64_t addr;                             /* address register: last address written */
+	uintptr_t stack_lo, stack_hi;              /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
-	struct mt_area *area;         /* per-thread scratch, mapped on first use */
+	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
 	uint32_t tid;
-	bool guard;       /* inside memtrace: interposed calls pass through */
-	bool key_set;     /* the thread-exit destructor is armed */
+	bool guard;   /* inside memtrace: interposed calls pass through */
+	bool key_set; /* the thread-exit destructor is armed */
 };
 
 extern MT_TLS struct mt_thread mt_self;
@@ -54,11 +54,11 @@ enum mt_state { MT_OFF_YET = 0, MT_STARTING, MT_ON, MT_DISABLED };
 extern _Atomic int mt_state;
 
 struct mt_config {
-	char output[4096]; /* the path as configured, %p not yet expanded */
-	unsigned depth;    /* frames per stack */
-	unsigned interval_ms; /* sampler period; 0 = no sampler */
+	char output[4096];         /* the path as configured, %p not yet expanded */
+	unsigned depth;            /* frames per stack */
+	unsigned interval_ms;      /* sampler period; 0 = no sampler */
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
-	bool enable;      /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
+	bool enable;               /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
 	bool trace_mmap;
 	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
 };
@@ -85,7 +85,7 @@ struct mt_real {
 	void (*_exit)(int) __attribute__((noreturn));
 	void (*_Exit)(int) __attribute__((noreturn));
 	int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void),
-			       void (*)(void), void (*)(void), void *);
+	                       void (*)(void), void (*)(void), void *);
 };
 extern struct mt_real mt_real;
 
@@ -154,11 +154,11 @@ static inline uint64_t mt_now_before(void)
 MT_HIDDEN void mt_config_load(void);
 
 /* writer.c: the trace file and the per-thread chunks. */
-MT_HIDDEN int mt_writer_create(pid_t pid);  /* root: a new file; 0 or -errno */
+MT_HIDDEN int mt_writer_create(pid_t pid);       /* root: a new file; 0 or -errno */
 MT_HIDDEN int mt_writer_join(const char *token); /* exec'd: the parent's file */
-MT_HIDDEN void mt_writer_export_token(void); /* for exec'd descendants to join */
+MT_HIDDEN void mt_writer_export_token(void);     /* for exec'd descendants to join */
 MT_HIDDEN uint32_t mt_writer_new_instance(void);
-MT_HIDDEN void mt_writer_after_fork(void); /* fork child: drop the parent's chunks */
+MT_HIDDEN void mt_writer_after_fork(void);           /* fork child: drop the parent's chunks */
 MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk */
 MT_HIDDEN void mt_writer_thread_key(void);
 MT_HIDDEN extern uint32_t mt_instance;
@@ -248,12 +248,12 @@ MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot
  * Must be expanded in the interposed function itself (or in a helper
  * inlined into it).
  */
-#define MT_MARK_CALLER()                                                          \
-	do {                                                                      \
-		const uintptr_t *fp_ = __builtin_frame_address(0);               \
-		mt_self.caller_ip = (uintptr_t)__builtin_return_address(0);      \
-		mt_self.caller_sp = (uintptr_t)(fp_ + 2);                         \
-		mt_self.caller_bp = fp_[0];                                       \
+#define MT_MARK_CALLER()                                                                           \
+	do {                                                                                       \
+		const uintptr_t *fp_ = __builtin_frame_address(0);                                 \
+		mt_self.caller_ip = (uintptr_t)__builtin_return_address(0);                        \
+		mt_self.caller_sp = (uintptr_t)(fp_ + 2);                                          \
+		mt_self.caller_bp = fp_[0];                                                        \
 	} while (0)
 
 /*

@@ -22,7 +22,7 @@
 #include "mt.h"
 
 struct search {
-	uintptr_t self;  /* an address inside this library */
+	uintptr_t self; /* an address inside this library */
 	bool found_self;
 	bool defined_before;
 };
@@ -106,7 +106,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 
 bool mt_malloc_is_ours(void)
 {
-	struct search s = { (uintptr_t)&mt_malloc_is_ours, false, false };
+	struct search s = {(uintptr_t)&mt_malloc_is_ours, false, false};
 
 	dl_iterate_phdr(visit, &s);
 	return s.found_self && !s.defined_before;

@@ -20,9 +20,8 @@
 #include "mt.h"
 
 /* glibc declares none of these in a header; this is the x86_64/aarch64 form. */
-int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
-		      void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
-		      void *stack_end);
+int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
 static int (*program_main)(int, char **, char **);
 static _Atomic int exit_how;
@@ -111,8 +110,8 @@ static int main_wrapper(int argc, char **argv, char **envp)
 }
 
 MT_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
-				void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
-				void *stack_end)
+                                void (*init)(void), void (*fini)(void), void (*rtld_fini)(void),
+                                void *stack_end)
 {
 	mt_real_resolve();
 	program_main = main;

@@ -15,10 +15,10 @@
 struct mt_real mt_real;
 
 /* ISO C has no cast from object to function pointer; POSIX guarantees the copy works. */
-#define LOOKUP(field, name)                                          \
-	do {                                                         \
-		void *sym = dlsym(RTLD_NEXT, name);                  \
-		__builtin_memcpy(&mt_real.field, &sym, sizeof(sym)); \
+#define LOOKUP(field, name)                                                                        \
+	do {                                                                                       \
+		void *sym = dlsym(RTLD_NEXT, name);                                                \
+		__builtin_memcpy(&mt_real.field, &sym, sizeof(sym));                               \
 	} while (0)
 
 void mt_real_resolve(void)

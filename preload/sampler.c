@@ -152,8 +152,8 @@ void mt_sampler_sample(void)
 static void *sampler(void *arg)
 {
 	struct timespec period = {
-		.tv_sec = mt_config.interval_ms / 1000,
-		.tv_nsec = (long)(mt_config.interval_ms % 1000) * 1000000,
+	        .tv_sec = mt_config.interval_ms / 1000,
+	        .tv_nsec = (long)(mt_config.interval_ms % 1000) * 1000000,
 	};
 
 	(void)arg;

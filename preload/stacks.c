@@ -29,7 +29,7 @@ static int table_map(void)
 {
 	size_t bytes = ((size_t)1 << mt_config.stack_table_bits) * sizeof(uint64_t);
 	void *p = mt_real.mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return -1;

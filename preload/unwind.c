@@ -46,16 +46,16 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
  * 0: not saved). CFA offset 0 marks the outermost frame (return address
  * undefined); CFA offset field 0xfff, a frame only libunwind can step.
  */
-#define RULE_BITS 16
-#define IP_MASK ((1ull << 48) - 1)
-#define OFF_FIELD(r) ((r) >> 49 & 0xfff)
+#define RULE_BITS      16
+#define IP_MASK        ((1ull << 48) - 1)
+#define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
 #define LIBUNWIND_ONLY 0xfffull
 static _Atomic uint64_t *rules;
 static uintptr_t libgcc_lo, libgcc_hi;
 
 #define DW_RBP 6
 #define DW_RSP 7
-#define DW_RA 16
+#define DW_RA  16
 
 enum rule_kind { SAME = 0, AT_OFFSET, UNDEFINED, UNSUPPORTED };
 
@@ -101,13 +101,25 @@ static int enc_size(uint8_t enc, const uint8_t **p, const uint8_t *end)
 	if (enc == 0xff)
 		return 0;
 	switch (enc & 0x0f) {
-	case 0x00: return 8;
-	case 0x02: case 0x0a: return 2;
-	case 0x03: case 0x0b: return 4;
-	case 0x04: case 0x0c: return 8;
-	case 0x01: uleb(p, end); return 0;
-	case 0x09: sleb(p, end); return 0;
-	default: return -1;
+	case 0x00:
+		return 8;
+	case 0x02:
+	case 0x0a:
+		return 2;
+	case 0x03:
+	case 0x0b:
+		return 4;
+	case 0x04:
+	case 0x0c:
+		return 8;
+	case 0x01:
+		uleb(p, end);
+		return 0;
+	case 0x09:
+		sleb(p, end);
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -118,15 +130,23 @@ static uint64_t read_udata(const uint8_t *p, uint8_t enc)
 	uint64_t u64;
 
 	switch (enc & 0x0f) {
-	case 0x02: case 0x0a: __builtin_memcpy(&u16, p, 2); return u16;
-	case 0x03: case 0x0b: __builtin_memcpy(&u32, p, 4); return u32;
-	default: __builtin_memcpy(&u64, p, 8); return u64;
+	case 0x02:
+	case 0x0a:
+		__builtin_memcpy(&u16, p, 2);
+		return u16;
+	case 0x03:
+	case 0x0b:
+		__builtin_memcpy(&u32, p, 4);
+		return u32;
+	default:
+		__builtin_memcpy(&u64, p, 8);
+		return u64;
 	}
 }
 
 static void set_rule(struct cfa_state *s, uint64_t reg, uint8_t kind, int64_t off)
 {
-	struct regrule r = { kind, off };
+	struct regrule r = {kind, off};
 
 	if (reg == DW_RBP)
 		s->rbp = r;
@@ -136,8 +156,8 @@ static void set_rule(struct cfa_state *s, uint64_t reg, uint8_t kind, int64_t of
 
 /* Runs CFA instructions [p, end) up to address pc; loc is where they start. */
 static int run_cfa(struct cfa_state *s, const struct cfa_state *initial, const uint8_t *p,
-		   const uint8_t *end, uint64_t loc, uint64_t pc, uint64_t code_align,
-		   int64_t data_align)
+                   const uint8_t *end, uint64_t loc, uint64_t pc, uint64_t code_align,
+                   int64_t data_align)
 {
 	struct cfa_state stack[8];
 	int depth = 0;
@@ -160,38 +180,108 @@ static int run_cfa(struct cfa_state *s, const struct cfa_state *initial, const u
 			continue;
 		} else {
 			switch (op) {
-			case 0x00: continue; /* nop */
-			case 0x02: if (p + 1 > end) return -1; delta = p[0] * code_align; p += 1; break;
-			case 0x03: if (p + 2 > end) return -1; delta = read_udata(p, 0x02) * code_align; p += 2; break;
-			case 0x04: if (p + 4 > end) return -1; delta = read_udata(p, 0x03) * code_align; p += 4; break;
-			case 0x05: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, (int64_t)uleb(&p, end) * data_align); continue;
-			case 0x11: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, sleb(&p, end) * data_align); continue;
-			case 0x2f: reg = uleb(&p, end); set_rule(s, reg, AT_OFFSET, -(int64_t)uleb(&p, end) * data_align); continue;
-			case 0x06: reg = uleb(&p, end);
-				if (reg == DW_RBP) s->rbp = initial->rbp;
-				else if (reg == DW_RA) s->ra = initial->ra;
+			case 0x00:
+				continue; /* nop */
+			case 0x02:
+				if (p + 1 > end)
+					return -1;
+				delta = p[0] * code_align;
+				p += 1;
+				break;
+			case 0x03:
+				if (p + 2 > end)
+					return -1;
+				delta = read_udata(p, 0x02) * code_align;
+				p += 2;
+				break;
+			case 0x04:
+				if (p + 4 > end)
+					return -1;
+				delta = read_udata(p, 0x03) * code_align;
+				p += 4;
+				break;
+			case 0x05:
+				reg = uleb(&p, end);
+				set_rule(s, reg, AT_OFFSET, (int64_t)uleb(&p, end) * data_align);
 				continue;
-			case 0x07: set_rule(s, uleb(&p, end), UNDEFINED, 0); continue;
-			case 0x08: set_rule(s, uleb(&p, end), SAME, 0); continue;
-			case 0x09: reg = uleb(&p, end); uleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
-			case 0x0a: if (depth == 8) return -1; stack[depth++] = *s; continue;
-			case 0x0b: if (!depth) return -1; *s = stack[--depth]; continue;
-			case 0x0c: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = (int64_t)uleb(&p, end); continue;
-			case 0x0d: s->cfa_reg = (int)uleb(&p, end); continue;
-			case 0x0e: s->cfa_off = (int64_t)uleb(&p, end); continue;
-			case 0x12: s->cfa_reg = (int)uleb(&p, end); s->cfa_off = sleb(&p, end) * data_align; continue;
-			case 0x13: s->cfa_off = sleb(&p, end) * data_align; continue;
-			case 0x0f: return -1; /* CFA by expression */
-			case 0x10: case 0x16: /* expression / val_expression */
+			case 0x11:
+				reg = uleb(&p, end);
+				set_rule(s, reg, AT_OFFSET, sleb(&p, end) * data_align);
+				continue;
+			case 0x2f:
+				reg = uleb(&p, end);
+				set_rule(s, reg, AT_OFFSET, -(int64_t)uleb(&p, end) * data_align);
+				continue;
+			case 0x06:
+				reg = uleb(&p, end);
+				if (reg == DW_RBP)
+					s->rbp = initial->rbp;
+				else if (reg == DW_RA)
+					s->ra = initial->ra;
+				continue;
+			case 0x07:
+				set_rule(s, uleb(&p, end), UNDEFINED, 0);
+				continue;
+			case 0x08:
+				set_rule(s, uleb(&p, end), SAME, 0);
+				continue;
+			case 0x09:
+				reg = uleb(&p, end);
+				uleb(&p, end);
+				set_rule(s, reg, UNSUPPORTED, 0);
+				continue;
+			case 0x0a:
+				if (depth == 8)
+					return -1;
+				stack[depth++] = *s;
+				continue;
+			case 0x0b:
+				if (!depth)
+					return -1;
+				*s = stack[--depth];
+				continue;
+			case 0x0c:
+				s->cfa_reg = (int)uleb(&p, end);
+				s->cfa_off = (int64_t)uleb(&p, end);
+				continue;
+			case 0x0d:
+				s->cfa_reg = (int)uleb(&p, end);
+				continue;
+			case 0x0e:
+				s->cfa_off = (int64_t)uleb(&p, end);
+				continue;
+			case 0x12:
+				s->cfa_reg = (int)uleb(&p, end);
+				s->cfa_off = sleb(&p, end) * data_align;
+				continue;
+			case 0x13:
+				s->cfa_off = sleb(&p, end) * data_align;
+				continue;
+			case 0x0f:
+				return -1; /* CFA by expression */
+			case 0x10:
+			case 0x16: /* expression / val_expression */
 				reg = uleb(&p, end);
 				p += uleb(&p, end);
 				set_rule(s, reg, UNSUPPORTED, 0);
 				continue;
-			case 0x14: reg = uleb(&p, end); uleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
-			case 0x15: reg = uleb(&p, end); sleb(&p, end); set_rule(s, reg, UNSUPPORTED, 0); continue;
-			case 0x2e: uleb(&p, end); continue; /* GNU_args_size */
-			case 0x01: return -1; /* set_loc: rare, not worth decoding */
-			default: return -1;
+			case 0x14:
+				reg = uleb(&p, end);
+				uleb(&p, end);
+				set_rule(s, reg, UNSUPPORTED, 0);
+				continue;
+			case 0x15:
+				reg = uleb(&p, end);
+				sleb(&p, end);
+				set_rule(s, reg, UNSUPPORTED, 0);
+				continue;
+			case 0x2e:
+				uleb(&p, end);
+				continue; /* GNU_args_size */
+			case 0x01:
+				return -1; /* set_loc: rare, not worth decoding */
+			default:
+				return -1;
 			}
 		}
 		if (loc + delta > pc)
@@ -213,7 +303,7 @@ static uint64_t compute_rule(uint64_t ip)
 	bool has_z = false;
 	uint32_t len;
 	int32_t cie_off;
-	struct cfa_state init = { 0 }, s;
+	struct cfa_state init = {0}, s;
 	int size;
 
 	if (!fde)
@@ -276,7 +366,8 @@ static uint64_t compute_rule(uint64_t ip)
 	if (has_z)
 		p += uleb(&p, fde_end);
 	s = init;
-	if (run_cfa(&s, &init, p, fde_end, (uintptr_t)bases.func, ip - 1, code_align, data_align) < 0)
+	if (run_cfa(&s, &init, p, fde_end, (uintptr_t)bases.func, ip - 1, code_align, data_align) <
+	    0)
 		return 0;
 
 	if (s.ra.kind == UNDEFINED)
@@ -292,7 +383,8 @@ static uint64_t compute_rule(uint64_t ip)
 	} else if (s.rbp.kind != SAME) {
 		return 0;
 	}
-	return ip | (uint64_t)(s.cfa_reg == DW_RBP) << 48 | (uint64_t)(s.cfa_off / 8) << 49 | k << 61;
+	return ip | (uint64_t)(s.cfa_reg == DW_RBP) << 48 | (uint64_t)(s.cfa_off / 8) << 49 |
+	       k << 61;
 }
 
 static inline _Atomic uint64_t *slot(uint64_t ip)
@@ -339,9 +431,9 @@ static bool stack_bounds(struct mt_thread *t)
 struct mt_frame {
 	uintptr_t ip, sp, bp;
 	uint64_t h;
-	uint8_t loaded;  /* bp came from sp - 8 * loaded; 0: carried from the state below */
-	bool rbp_cfa;    /* the step out of this state computed the CFA from bp */
-	bool bp_live;    /* this state's bp is used before the walk reloads it */
+	uint8_t loaded; /* bp came from sp - 8 * loaded; 0: carried from the state below */
+	bool rbp_cfa;   /* the step out of this state computed the CFA from bp */
+	bool bp_live;   /* this state's bp is used before the walk reloads it */
 };
 
 struct mt_walk {
@@ -389,7 +481,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
 		uint8_t *p = mt_real.mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = (struct mt_area *)p;
@@ -411,7 +503,7 @@ void mt_area_release(struct mt_thread *t)
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
 static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-		unsigned max)
+                unsigned max)
 {
 	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
 	unsigned k = 0;
@@ -422,7 +514,7 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	if (w->truncated)
 		c = -1; /* its top is not the stack's: nothing to share */
 	for (;;) {
-		fresh[k++] = (struct mt_frame){ ip, sp, bp, 0, loaded, false, true };
+		fresh[k++] = (struct mt_frame){ip, sp, bp, 0, loaded, false, true};
 		while (c >= 0 && w->f[c].sp < sp)
 			c--;
 		if (c >= 0 && c < changed && w->f[c].sp == sp && w->f[c].ip == ip &&
@@ -483,7 +575,8 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	/* which new states' bp matters to the walk above them */
 	for (int i = keep + 1; i < (int)w->n; i++) {
 		struct mt_frame *f = &w->f[i];
-		f->bp_live = f->rbp_cfa || (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
+		f->bp_live = f->rbp_cfa ||
+		             (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
 	}
 	return w->truncated ? 0 : keep + 1;
 }
@@ -520,7 +613,8 @@ int mt_unwind(int max, uint64_t *hash)
 	uint64_t h;
 
 	if (MT_UNLIKELY(!area || !rules || !mt_config.fast_unwind || !t->caller_ip ||
-			!stack_bounds(t) || t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
+	                !stack_bounds(t) || t->caller_sp <= t->stack_lo ||
+	                t->caller_sp > t->stack_hi))
 		return fallback(area, max, hash);
 	area->in_fallback = false;
 	w = area->walk;
@@ -564,7 +658,7 @@ void mt_unwind_frames(void **frames, int n)
 void mt_unwind_init(void)
 {
 	void *p = mt_real.mmap(NULL, sizeof(uint64_t) << RULE_BITS, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
 		rules = p == MAP_FAILED ? NULL : p;
 }
@@ -603,7 +697,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
 		void *p = mt_real.mmap(NULL, sizeof(struct mt_area), PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = p;

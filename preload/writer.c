@@ -177,7 +177,7 @@ void mt_writer_export_token(void)
 	if (fstat(fd, &st) < 0)
 		return;
 	snprintf(token, sizeof(token), "%llu:%llu:%s", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino, path);
+	         (unsigned long long)st.st_ino, path);
 	setenv("MEMTRACE_TREE", token, 1);
 }
 
@@ -280,7 +280,7 @@ uint8_t *mt_writer_room_slow(size_t need)
 		return NULL;
 	}
 	p = mt_real.mmap(NULL, chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
-			 (off_t)off);
+	                 (off_t)off);
 	if (p == MAP_FAILED) {
 		mt_disable("cannot map the trace file", errno);
 		errno = saved;

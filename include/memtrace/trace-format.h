@@ -23,23 +23,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MT_FILE_MAGIC "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION 1
-#define MT_HEADER_SIZE 4096u
+#define MT_FILE_MAGIC         "MEMTRACE" /* 8 bytes, no terminator in the file */
+#define MT_FORMAT_VERSION     1
+#define MT_HEADER_SIZE        4096u
 #define MT_CHUNK_SIZE_DEFAULT (256u * 1024u)
-#define MT_CHUNK_MAGIC 0x4b43544du /* "MTCK" little-endian */
-#define MT_BYTE_ORDER_MARK 0x01020304u
+#define MT_CHUNK_MAGIC        0x4b43544du /* "MTCK" little-endian */
+#define MT_BYTE_ORDER_MARK    0x01020304u
 
 /* The file header. All fields little-endian (x86_64 and aarch64 only). */
 struct mt_file_header {
 	char magic[8];
 	uint32_t version;
-	uint32_t header_size;  /* offset of the first chunk */
-	uint32_t chunk_size;   /* bytes per chunk, header included */
-	uint32_t byte_order;   /* MT_BYTE_ORDER_MARK as written */
-	uint64_t next_chunk;   /* atomic: offset of the next unclaimed chunk */
-	uint64_t next_instance;    /* atomic: last process instance id handed out */
-	uint64_t created_realtime; /* ns since the epoch, when the file was made */
+	uint32_t header_size;       /* offset of the first chunk */
+	uint32_t chunk_size;        /* bytes per chunk, header included */
+	uint32_t byte_order;        /* MT_BYTE_ORDER_MARK as written */
+	uint64_t next_chunk;        /* atomic: offset of the next unclaimed chunk */
+	uint64_t next_instance;     /* atomic: last process instance id handed out */
+	uint64_t created_realtime;  /* ns since the epoch, when the file was made */
 	uint64_t created_monotonic; /* CLOCK_MONOTONIC ns at the same moment */
 	uint32_t root_pid;
 	uint32_t clock; /* enum mt_clock: the unit of record times */
@@ -69,10 +69,10 @@ struct mt_chunk_header {
 /* Record types. 0 is never a record: it ends a chunk's data. */
 enum mt_record_type {
 	MT_REC_END_OF_DATA = 0,
-	MT_REC_PROCESS = 1, /* a process instance starts */
-	MT_REC_MODULE = 2,  /* a loaded ELF object */
+	MT_REC_PROCESS = 1,     /* a process instance starts */
+	MT_REC_MODULE = 2,      /* a loaded ELF object */
 	MT_REC_MODULE_GONE = 3, /* a module was unloaded */
-	MT_REC_STACK = 4,   /* an interned call stack */
+	MT_REC_STACK = 4,       /* an interned call stack */
 	MT_REC_ALLOC = 5,
 	MT_REC_FREE = 6,
 	MT_REC_REALLOC = 7,
@@ -139,25 +139,25 @@ enum mt_lost_reason {
 
 /* Order of the values in MT_REC_SAMPLE; new ones are only ever appended. */
 enum mt_sample_field {
-	MT_SAMPLE_RSS = 0,          /* bytes, /proc/self/statm */
-	MT_SAMPLE_PSS,              /* bytes, smaps_rollup */
-	MT_SAMPLE_PRIVATE_DIRTY,    /* bytes, smaps_rollup */
-	MT_SAMPLE_HEAP_ARENA,       /* mallinfo2 arena: heap obtained by sbrk/arenas */
-	MT_SAMPLE_HEAP_IN_USE,      /* mallinfo2 uordblks */
-	MT_SAMPLE_HEAP_FREE,        /* mallinfo2 fordblks */
-	MT_SAMPLE_HEAP_TRIMMABLE,   /* mallinfo2 keepcost */
-	MT_SAMPLE_HEAP_MMAPPED,     /* mallinfo2 hblkhd */
-	MT_SAMPLE_CGROUP_CURRENT,   /* bytes; 0 when unknown */
-	MT_SAMPLE_CGROUP_MAX,       /* bytes; 0 when unknown or unlimited */
+	MT_SAMPLE_RSS = 0,        /* bytes, /proc/self/statm */
+	MT_SAMPLE_PSS,            /* bytes, smaps_rollup */
+	MT_SAMPLE_PRIVATE_DIRTY,  /* bytes, smaps_rollup */
+	MT_SAMPLE_HEAP_ARENA,     /* mallinfo2 arena: heap obtained by sbrk/arenas */
+	MT_SAMPLE_HEAP_IN_USE,    /* mallinfo2 uordblks */
+	MT_SAMPLE_HEAP_FREE,      /* mallinfo2 fordblks */
+	MT_SAMPLE_HEAP_TRIMMABLE, /* mallinfo2 keepcost */
+	MT_SAMPLE_HEAP_MMAPPED,   /* mallinfo2 hblkhd */
+	MT_SAMPLE_CGROUP_CURRENT, /* bytes; 0 when unknown */
+	MT_SAMPLE_CGROUP_MAX,     /* bytes; 0 when unknown or unlimited */
 	MT_SAMPLE_FIELD_COUNT
 };
 
 /* Size bounds the reader checks; the writer never exceeds them. */
-#define MT_MAX_DEPTH 256
-#define MT_MAX_STRING 4096
+#define MT_MAX_DEPTH    256
+#define MT_MAX_STRING   4096
 #define MT_MAX_BUILD_ID 64
 #define MT_MAX_SEGMENTS 64
-#define MT_MAX_VARINT 10 /* bytes in a uleb128 of a u64 */
+#define MT_MAX_VARINT   10 /* bytes in a uleb128 of a u64 */
 
 /* ---- Encoding helpers shared by writer and reader ---- */
 
