@@ -497,28 +497,99 @@ void mt_area_release(struct mt_thread *t)
 	t->area = NULL;
 }
 
+enum step { STEP_NEXT, STEP_END, STEP_LIBUNWIND };
+
+/*
+ * One step out of state f (whose rbp_cfa it sets) into next, by the cached
+ * rule of f's return address. seen/nseen: the states walked so far, for the
+ * libgcc check.
+ */
+static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_frame *next,
+			     const struct mt_frame *seen, unsigned nseen)
+{
+	_Atomic uint64_t *s = slot(f->ip);
+	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
+	uintptr_t cfa, k, bp = f->bp;
+
+	if (MT_UNLIKELY((r & IP_MASK) != f->ip || !r)) {
+		if (from_libgcc(seen, nseen))
+			return STEP_LIBUNWIND;
+		r = compute_rule(f->ip);
+		if (!r)
+			r = f->ip | LIBUNWIND_ONLY << 49;
+		atomic_store_explicit(s, r, memory_order_relaxed);
+	}
+	if (MT_UNLIKELY(OFF_FIELD(r) == LIBUNWIND_ONLY))
+		return STEP_LIBUNWIND;
+	if (!OFF_FIELD(r))
+		return STEP_END; /* outermost frame */
+	f->rbp_cfa = r >> 48 & 1;
+	cfa = (f->rbp_cfa ? f->bp : f->sp) + OFF_FIELD(r) * 8;
+	if (cfa <= f->sp || cfa > t->stack_hi)
+		return STEP_END; /* not a stack we can trust */
+	k = r >> 61;
+	*next = (struct mt_frame){0, cfa, bp, 0, 0, false, true};
+	if (k && cfa - 8 * k >= t->stack_lo) {
+		next->bp = *(const uintptr_t *)(cfa - 8 * k);
+		next->loaded = (uint8_t)k;
+	}
+	next->ip = *(const uintptr_t *)(cfa - 8);
+	return next->ip < 4096 || next->ip > IP_MASK ? STEP_END : STEP_NEXT;
+}
+
+/*
+ * A walk that reused the outer part of a walk cut at the frame limit, but
+ * is shallower inside: the stack goes on above w->f[0]. Walks on from there
+ * and puts the states found in front. 0, or -1 for libunwind.
+ */
+static int extend_outwards(struct mt_thread *t, struct mt_walk *w, unsigned max)
+{
+	struct mt_frame outer[WALK_MAX]; /* innermost first */
+	struct mt_frame cur = w->f[0];
+	unsigned m = 0;
+	enum step e = STEP_NEXT;
+
+	while (w->n + m < max) {
+		e = step(t, &cur, &outer[m], w->f, w->n);
+		if (e == STEP_LIBUNWIND)
+			return -1;
+		if (m == 0)
+			w->f[0].rbp_cfa = cur.rbp_cfa;
+		else
+			outer[m - 1].rbp_cfa = cur.rbp_cfa;
+		if (e == STEP_END)
+			break;
+		cur = outer[m++];
+	}
+	memmove(&w->f[m], &w->f[0], w->n * sizeof(w->f[0]));
+	for (unsigned i = 0; i < m; i++)
+		w->f[i] = outer[m - 1 - i];
+	w->n += m;
+	w->truncated = e != STEP_END && w->n == max;
+	return 0;
+}
+
 /*
  * Walks the stack from (ip, sp, bp), at most max states, into w, reusing
  * what still holds of the walk w holds. Returns the index from which w's
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
 static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-                unsigned max)
+		unsigned max)
 {
 	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
-	unsigned k = 0;
+	unsigned k = 1;
 	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
-	uint8_t loaded = 0;
-	int keep = -1; /* w->f[0..keep] stays */
+	int keep = -1;                             /* w->f[0..keep] stays */
+	bool was_truncated = w->truncated;
 
-	if (w->truncated)
-		c = -1; /* its top is not the stack's: nothing to share */
+	fresh[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		fresh[k++] = (struct mt_frame){ip, sp, bp, 0, loaded, false, true};
-		while (c >= 0 && w->f[c].sp < sp)
+		struct mt_frame *f = &fresh[k - 1];
+		while (c >= 0 && w->f[c].sp < f->sp)
 			c--;
-		if (c >= 0 && c < changed && w->f[c].sp == sp && w->f[c].ip == ip &&
-		    (!w->f[c].bp_live || w->f[c].bp == bp)) {
+		if (c >= 0 && c < changed && w->f[c].sp == f->sp && w->f[c].ip == f->ip &&
+		    (!w->f[c].bp_live || w->f[c].bp == f->bp)) {
 			changed = first_changed(w, (unsigned)c);
 			if (changed < 0) {
 				keep = c;
@@ -528,37 +599,12 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 		}
 		if (k == max)
 			break;
-
-		_Atomic uint64_t *s = slot(ip);
-		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
-		uintptr_t cfa, kk;
-
-		if (MT_UNLIKELY((r & IP_MASK) != ip || !r)) {
-			if (from_libgcc(fresh, k))
-				return -1;
-			r = compute_rule(ip);
-			if (!r)
-				r = ip | LIBUNWIND_ONLY << 49;
-			atomic_store_explicit(s, r, memory_order_relaxed);
-		}
-		if (MT_UNLIKELY(OFF_FIELD(r) == LIBUNWIND_ONLY))
+		enum step e = step(t, f, &fresh[k], fresh, k);
+		if (e == STEP_LIBUNWIND)
 			return -1;
-		if (!OFF_FIELD(r))
-			break; /* outermost frame */
-		fresh[k - 1].rbp_cfa = r >> 48 & 1;
-		cfa = ((r >> 48 & 1) ? bp : sp) + OFF_FIELD(r) * 8;
-		if (cfa <= sp || cfa > t->stack_hi)
-			break; /* not a stack we can trust */
-		kk = r >> 61;
-		loaded = 0;
-		if (kk && cfa - 8 * kk >= t->stack_lo) {
-			bp = *(const uintptr_t *)(cfa - 8 * kk);
-			loaded = (uint8_t)kk;
-		}
-		ip = *(const uintptr_t *)(cfa - 8);
-		sp = cfa;
-		if (ip < 4096 || ip > IP_MASK)
+		if (e == STEP_END)
 			break;
+		k++;
 	}
 	if (keep + 1 + k > max) {
 		/* deeper than the limit: keep the innermost max states */
@@ -567,18 +613,21 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 		keep -= (int)drop;
 		w->truncated = true;
 	} else {
-		w->truncated = k == max && keep < 0;
+		w->truncated = keep < 0 ? k == max : was_truncated && keep + 1 + k == max;
 	}
 	for (unsigned i = 0; i < k; i++)
 		w->f[keep + 1 + (int)i] = fresh[k - 1 - i];
 	w->n = (unsigned)(keep + 1) + k;
-	/* which new states' bp matters to the walk above them */
-	for (int i = keep + 1; i < (int)w->n; i++) {
+	bool extend = keep >= 0 && was_truncated && w->n < max;
+	if (extend && extend_outwards(t, w, max) < 0)
+		return -1;
+	/* which states' bp matters to the walk above them (the new ones, or all after extending) */
+	for (unsigned i = extend ? 0 : (unsigned)(keep + 1); i < w->n; i++) {
 		struct mt_frame *f = &w->f[i];
 		f->bp_live = f->rbp_cfa ||
 		             (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
 	}
-	return w->truncated ? 0 : keep + 1;
+	return w->truncated || was_truncated ? 0 : keep + 1;
 }
 
 /*

@@ -4,7 +4,9 @@
  * and without a frame pointer, frames sized at run time (alloca: the CFA is
  * rbp-based), a frame of 64 KiB (larger than the walker's rule cache holds:
  * libunwind steps it), recursion, a signal handler (a signal frame: libunwind
- * steps it) and a callback through libc (qsort). Deterministic: the same
+ * steps it), a callback through libc (qsort), and recursion deeper than the
+ * 64 frames kept, allocating on the way down and back up (the walker's
+ * reuse of a cut walk, inward and outward). Deterministic: the same
  * stacks every run, so the walker's stacks can be compared with libunwind's.
  */
 #include <alloca.h>
@@ -55,6 +57,17 @@ static NOINLINE void huge_frame(void)
 	grab(64 + (size_t)big[0]);
 }
 
+static NOINLINE void deep(int n)
+{
+	if (n % 9 == 0)
+		grab(112 + (size_t)n);
+	if (n > 0)
+		deep(n - 1);
+	if (n % 7 == 0)
+		grab(128 + (size_t)n);
+	__asm__ volatile("");
+}
+
 static int compare(const void *a, const void *b)
 {
 	grab(80);
@@ -78,6 +91,7 @@ int main(void)
 			dynamic_frame(64 + (size_t)d * 1000);
 		}
 		huge_frame();
+		deep(100 + round * 13);
 		qsort(v, 8, sizeof(int), compare);
 		signal(SIGUSR1, on_signal);
 		raise(SIGUSR1);
