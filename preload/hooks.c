@@ -34,7 +34,6 @@ static inline __attribute__((always_inline)) bool enter(void)
 	if (mt_self.guard)
 		return false;
 	mt_self.guard = true;
-	MT_MARK_CALLER();
 	return true;
 }
 
@@ -67,6 +66,7 @@ MT_EXPORT void *malloc(size_t size)
 	}
 	if (!enter())
 		return mt_real.malloc(size);
+	MT_MARK_CALLER();
 	p = mt_real.malloc(size);
 	int err = errno;
 	if (MT_LIKELY(p))
@@ -104,6 +104,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 	}
 	if (!enter())
 		return mt_real.calloc(n, size);
+	MT_MARK_CALLER();
 	p = mt_real.calloc(n, size);
 	int err = errno;
 	if (MT_LIKELY(p))
@@ -138,6 +139,7 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 	if (!enter())
 		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 		                                : mt_real.realloc(old, size);
+	MT_MARK_CALLER();
 	t0 = mt_now_before();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 	                             : mt_real.realloc(old, size);
@@ -168,6 +170,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		mt_real_resolve();
 	if (!enter())
 		return mt_real.posix_memalign(out, align, size);
+	MT_MARK_CALLER();
 	r = mt_real.posix_memalign(out, align, size);
 	int err = errno;
 	if (r == 0)
@@ -188,6 +191,7 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 
 	if (!enter())
 		return real(align, size);
+	MT_MARK_CALLER();
 	p = real(align, size);
 	int err = errno;
 	if (p)
@@ -258,6 +262,7 @@ mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, siz
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (!(flags & MAP_ANONYMOUS) || !mt_config.trace_mmap || !enter())
 		return real(addr, len, prot, flags, fd, off);
+	MT_MARK_CALLER();
 	p = real(addr, len, prot, flags, fd, off);
 	int err = errno;
 	if (p != MAP_FAILED)
@@ -307,6 +312,7 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		return (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
 	if (!mt_config.trace_mmap || !enter())
 		return mt_real.mremap(old, old_len, len, flags, want);
+	MT_MARK_CALLER();
 	t0 = mt_now_before();
 	p = mt_real.mremap(old, old_len, len, flags, want);
 	int err = errno;
