@@ -7,11 +7,33 @@
 #ifndef MEMTRACE_ANALYZER_COMMANDS_H
 #define MEMTRACE_ANALYZER_COMMANDS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #define MT_EXIT_OK 0
 #define MT_EXIT_USAGE 1
 #define MT_EXIT_BAD_TRACE 2
 
 int mt_cmd_dump(int argc, char **argv);
 int mt_cmd_run(int argc, char **argv);
+int mt_cmd_report(int argc, char **argv);
+int mt_cmd_flamegraph(int argc, char **argv);
+int mt_cmd_check(int argc, char **argv);
+
+/* Helpers of the analysis commands (report.c). */
+struct mt_analysis;
+struct mt_error;
+struct mt_instance;
+struct mt_sym;
+/* Reads and replays file (progress on stderr if it is a terminal); prints the one-line error. */
+int mt_cmd_analyze(const char *file, struct mt_analysis **out);
+/* "memtrace: FILE: byte N: what is wrong" */
+void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
+/* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB */
+void mt_cmd_size(char *buf, size_t n, uint64_t bytes);
+/* function (file.c:12), or module+0xoffset, or 0xaddress */
+void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s);
+/* The command line, or the executable when it is empty. */
+const char *mt_cmd_command(const struct mt_instance *in);
 
 #endif

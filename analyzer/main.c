@@ -2,7 +2,8 @@
 /*
  * memtrace: the command-line front end. Picks the command and maps nothing
  * itself; each command (commands.h) parses its own arguments and returns
- * the exit status: 0 ok, 1 usage, 2 unreadable trace.
+ * the exit status: 0 ok, 1 usage, 2 unreadable trace (check: 1 means the
+ * gate failed).
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +18,13 @@ static void usage(FILE *f)
 	      "  run [-o FILE] [--depth N] [--interval MS] [--no-mmap] -- PROGRAM [ARGS...]\n"
 	      "                          run PROGRAM under the tracer (trace.bin by default)\n"
 	      "  dump [--summary] [--json] FILE\n"
-	      "                          print a trace's records and a per process summary\n",
+	      "                          print a trace's records and a per process summary\n"
+	      "  report [--top N] [--json] FILE\n"
+	      "                          peak, leaks, failures and temporaries per process, with stacks\n"
+	      "  flamegraph [--metric peak|leaked|allocated|allocations|temporary] [--kind host|mmap] FILE\n"
+	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
+	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
+	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n",
 	      f);
 }
 
@@ -31,6 +38,12 @@ int main(int argc, char **argv)
 		return mt_cmd_dump(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return mt_cmd_run(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "report"))
+		return mt_cmd_report(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "flamegraph"))
+		return mt_cmd_flamegraph(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "check"))
+		return mt_cmd_check(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return MT_EXIT_OK;

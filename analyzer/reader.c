@@ -126,15 +126,23 @@ void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns)
 
 uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
 {
-	long double rate = 1.0L;
+	long double rate = 1.0L, ns;
 
 	if (fit->clock == MT_CLOCK_MONOTONIC_NS || !fit->pairs)
 		return ticks;
 	if (fit->hi_ticks > fit->lo_ticks)
 		rate = ((long double)fit->hi_ns - (long double)fit->lo_ns) /
 		       (long double)(fit->hi_ticks - fit->lo_ticks);
-	return (uint64_t)((long double)fit->lo_ns +
-			  ((long double)ticks - (long double)fit->lo_ticks) * rate);
+	ns = (long double)fit->lo_ns + ((long double)ticks - (long double)fit->lo_ticks) * rate;
+	/*
+	 * A tick before the earliest pair (or a corrupt pair) can fall outside
+	 * u64 ns, and converting such a value is undefined: clamp it.
+	 */
+	if (!(ns > 0.0L))
+		return 0;
+	if (ns >= 18446744073709551616.0L)
+		return UINT64_MAX;
+	return (uint64_t)ns;
 }
 
 /* The chunk headers' clock pairs: one read per chunk, no records. */

@@ -1075,7 +1075,8 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 
 	if (!in || !(e = mt_map_get(&in->priv->stacks, id)))
 		return -ENOENT;
-	*frames = in->priv->frames + e->first;
+	/* a stack of no frames may be the instance's only one: then there is no frames array */
+	*frames = e->n ? in->priv->frames + e->first : NULL;
 	*n = e->n;
 	if (gen)
 		*gen = e->gen;

@@ -173,7 +173,10 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 /* The live blocks of an instance, during its instance_done callback only. */
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 			   int (*fn)(void *ctx, const struct mt_block *b), void *ctx);
-/* Per-stack figures of a replayed instance (kept until mt_replay_free). */
+/*
+ * Per-stack figures of a replayed instance (kept until mt_replay_free); also
+ * during its record callback, where live_* are current and peak_* may lag.
+ */
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 			    int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);
 

@@ -34,8 +34,15 @@ void mt_symbolizer_free(struct mt_symbolizer *s);
  * The frames of one return address of an instance: the inlined calls at
  * that point, innermost first, then the function that contains them (the
  * address looked up is address - 1, the call instruction). Writes at most
- * max frames to out and returns how many (at least 1), or a negative errno.
- * Results are cached per (module, address).
+ * max frames to out and returns how many (at least 1), or a negative errno
+ * (-EINVAL for max 0, -ENOMEM). A chain longer than max is cut to its
+ * innermost frames: the last one written then still says inlined. An
+ * address in no module, or in one without usable symbols, is one frame
+ * with function and file NULL (module NULL too for no module). Where
+ * several modules of the instance held the address over time (dlclose),
+ * the one still loaded at the end wins, else the one recorded last.
+ * Results are cached per (object, offset), shared by every instance and
+ * load address of the same file and build-id. Not thread-safe.
  */
 int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t address,
 		 struct mt_sym *out, unsigned max);

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared analysis (see analysis.h). The replay keeps the live set, the
+ * totals and the per-stack figures; this module adds, from the replay's
+ * record callback, what the replay does not know: temporary allocations,
+ * the size histogram and the memory held at each failed allocation.
+ *
+ * A temporary allocation (heaptrack's definition) is a block freed before
+ * the thread that allocated it made another allocation of the same kind. A
+ * thread has at most one block that may still turn out temporary, so the
+ * table of candidates has one entry per thread: the work per event stays
+ * O(1) and the memory does not grow with events. realloc counts as a free
+ * of the old block and an allocation of the new one, as in heaptrack.
+ *
+ * May not: print; symbolize anything before a command asks for frames.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "map.h"
+
+/* munmap works in pages: the replay rounds lengths the same way. */
+#define PAGE_ROUND 4096u
+#define PROGRESS_EVERY (1u << 20)
+
+/* A thread's last allocation of one kind, while it may still be temporary. */
+struct candidate {
+	uint32_t thread; /* index into run->threads */
+	uint32_t stack;
+	uint64_t size;
+};
+
+struct thread_state {
+	uint64_t addr[MT_KIND_COUNT];
+	bool pending[MT_KIND_COUNT];
+};
+
+struct mt_analysis_run {
+	struct mt_analysis *a;
+	struct mt_analysis_progress progress;
+	uint64_t events_done;
+	uint64_t next_progress;
+	const struct mt_instance *in; /* the instance whose records arrive */
+	struct mt_process_result *res;
+	/* threads of the instance, found by the chunk pointer its stream keeps */
+	struct mt_map thread_index; /* chunk pointer -> index */
+	const struct mt_chunk *last_chunk;
+	uint32_t last_thread;
+	struct thread_state *threads;
+	uint32_t nthreads, threads_cap;
+	struct mt_map candidates[MT_KIND_COUNT]; /* addr -> struct candidate */
+	struct mt_map temp_by_stack[MT_KIND_COUNT]; /* stack -> uint64_t count */
+	/* the failed allocation being snapshot */
+	struct mt_fail_snapshot *snap;
+	enum mt_kind snap_kind;
+};
+
+static const char *const metric_names[MT_METRIC_COUNT] = {
+	[MT_METRIC_PEAK] = "peak",
+	[MT_METRIC_LEAKED] = "leaked",
+	[MT_METRIC_ALLOCATED] = "allocated",
+	[MT_METRIC_ALLOCATIONS] = "allocations",
+	[MT_METRIC_TEMPORARY] = "temporary",
+};
+
+static const char *const kind_names[MT_KIND_COUNT] = {
+	[MT_KIND_HOST] = "host",
+	[MT_KIND_MMAP] = "mmap",
+};
+
+const char *mt_metric_name(enum mt_metric m)
+{
+	return m < MT_METRIC_COUNT ? metric_names[m] : "unknown";
+}
+
+int mt_metric_parse(const char *name)
+{
+	for (int m = 0; m < MT_METRIC_COUNT; m++)
+		if (!strcmp(name, metric_names[m]))
+			return m;
+	return -EINVAL;
+}
+
+const char *mt_kind_name(enum mt_kind k)
+{
+	return k < MT_KIND_COUNT ? kind_names[k] : "unknown";
+}
+
+int mt_kind_parse(const char *name)
+{
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		if (!strcmp(name, kind_names[k]))
+			return k;
+	return -EINVAL;
+}
+
+uint64_t mt_stack_row_value(const struct mt_stack_row *row, enum mt_metric m)
+{
+	switch (m) {
+	case MT_METRIC_PEAK:
+		return row->peak_bytes;
+	case MT_METRIC_LEAKED:
+		return row->leaked_bytes;
+	case MT_METRIC_ALLOCATED:
+		return row->bytes_allocated;
+	case MT_METRIC_ALLOCATIONS:
+		return row->allocations;
+	case MT_METRIC_TEMPORARY:
+		return row->temporary;
+	default:
+		return 0;
+	}
+}
+
+uint64_t mt_kind_result_total(const struct mt_kind_result *k, enum mt_metric m)
+{
+	switch (m) {
+	case MT_METRIC_PEAK:
+		return k->stats.peak_bytes;
+	case MT_METRIC_LEAKED:
+		return k->leaked_bytes;
+	case MT_METRIC_ALLOCATED:
+		return k->stats.bytes_allocated;
+	case MT_METRIC_ALLOCATIONS:
+		return k->stats.allocations;
+	case MT_METRIC_TEMPORARY:
+		return k->temporary;
+	default:
+		return 0;
+	}
+}
+
+static enum mt_metric sort_metric;
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct mt_stack_row *x = a, *y = b;
+	uint64_t vx = mt_stack_row_value(x, sort_metric), vy = mt_stack_row_value(y, sort_metric);
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	if (x->stack_instance != y->stack_instance)
+		return x->stack_instance < y->stack_instance ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void mt_stack_rows_sort(struct mt_stack_row *rows, size_t n, enum mt_metric m)
+{
+	sort_metric = m;
+	if (n > 1)
+		qsort(rows, n, sizeof(*rows), cmp_rows);
+}
+
+uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_instance *in,
+				 uint64_t ticks)
+{
+	const struct mt_clock_fit *fit = mt_replay_clock(a->replay);
+	uint64_t t = mt_clock_ns(fit, ticks), s = mt_clock_ns(fit, in->start_time);
+
+	return ticks && t > s ? t - s : 0;
+}
+
+/* ---- per record, during the replay ---- */
+
+static void run_reset(struct mt_analysis_run *run)
+{
+	mt_map_free(&run->thread_index);
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		mt_map_free(&run->candidates[k]);
+		mt_map_free(&run->temp_by_stack[k]);
+	}
+	run->nthreads = 0;
+	run->last_chunk = NULL;
+}
+
+static int begin_instance(struct mt_analysis_run *run, const struct mt_instance *in)
+{
+	struct mt_analysis *a = run->a;
+
+	run_reset(run);
+	run->in = in;
+	run->res = &a->procs[in - mt_replay_instance(a->replay, 0)];
+	run->res->in = in;
+	return 0;
+}
+
+static int thread_of(struct mt_analysis_run *run, const struct mt_chunk *chunk, uint32_t *out)
+{
+	uint32_t *idx;
+	bool created;
+
+	if (chunk == run->last_chunk) {
+		*out = run->last_thread;
+		return 0;
+	}
+	idx = mt_map_put(&run->thread_index, (uint64_t)(uintptr_t)chunk, &created);
+	if (!idx)
+		return -ENOMEM;
+	if (created) {
+		if (run->nthreads == run->threads_cap) {
+			uint32_t cap = run->threads_cap ? run->threads_cap * 2 : 8;
+			void *p = realloc(run->threads, cap * sizeof(*run->threads));
+			if (!p) {
+				mt_map_del(&run->thread_index, (uint64_t)(uintptr_t)chunk);
+				return -ENOMEM;
+			}
+			run->threads = p;
+			run->threads_cap = cap;
+		}
+		memset(&run->threads[run->nthreads], 0, sizeof(struct thread_state));
+		*idx = run->nthreads++;
+	}
+	run->last_chunk = chunk;
+	run->last_thread = *idx;
+	*out = *idx;
+	return 0;
+}
+
+static unsigned bucket_of(uint64_t size)
+{
+	return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
+}
+
+/* An allocation of thread t: its previous candidate of the kind is no longer one. */
+static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
+		      uint64_t size, uint64_t stack)
+{
+	struct thread_state *th = &run->threads[t];
+	struct candidate *c;
+	bool created;
+
+	run->res->kind[k].histogram[bucket_of(size)]++;
+	if (th->pending[k]) {
+		c = mt_map_get(&run->candidates[k], th->addr[k]);
+		if (c && c->thread == t)
+			mt_map_del(&run->candidates[k], th->addr[k]);
+		th->pending[k] = false;
+	}
+	if (!addr)
+		return 0;
+	c = mt_map_put(&run->candidates[k], addr, &created);
+	if (!c)
+		return -ENOMEM;
+	c->thread = t;
+	c->stack = (uint32_t)stack;
+	c->size = size;
+	th->addr[k] = addr;
+	th->pending[k] = true;
+	return 0;
+}
+
+/* A free of addr: a temporary allocation if it is some thread's candidate. */
+static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
+{
+	struct candidate *c;
+	uint64_t *count;
+	bool created;
+	uint32_t stack;
+
+	if (!run->candidates[k].count)
+		return 0;
+	c = mt_map_get(&run->candidates[k], addr);
+	if (!c)
+		return 0;
+	/* a munmap that leaves part of the mapping does not free the block */
+	if (k == MT_KIND_MMAP && len < c->size)
+		return 0;
+	stack = c->stack;
+	run->threads[c->thread].pending[k] = false;
+	mt_map_del(&run->candidates[k], addr);
+	run->res->kind[k].temporary++;
+	count = mt_map_put(&run->temp_by_stack[k], stack, &created);
+	if (!count)
+		return -ENOMEM;
+	++*count;
+	return 0;
+}
+
+static int keep_top(void *ctx, const struct mt_stack_stats *s)
+{
+	struct mt_analysis_run *run = ctx;
+	struct mt_fail_snapshot *snap = run->snap;
+	struct mt_stack_row row = { 0 };
+	uint32_t i;
+
+	if (s->kind != run->snap_kind || !s->live_bytes)
+		return 0;
+	row.stack = s->stack;
+	row.stack_instance = s->stack_instance;
+	row.leaked_bytes = s->live_bytes;
+	row.leaked_blocks = s->live_blocks;
+	/* insertion into a short list kept largest first */
+	i = snap->ntop < MT_FAIL_TOP_STACKS ? snap->ntop++ : MT_FAIL_TOP_STACKS;
+	if (i == MT_FAIL_TOP_STACKS) {
+		if (snap->top[i - 1].leaked_bytes >= row.leaked_bytes)
+			return 0;
+		i--;
+	}
+	while (i > 0 && snap->top[i - 1].leaked_bytes < row.leaked_bytes) {
+		snap->top[i] = snap->top[i - 1];
+		i--;
+	}
+	snap->top[i] = row;
+	return 0;
+}
+
+static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
+		     const struct mt_record *rec)
+{
+	enum mt_kind k = mt_fn_kind((unsigned)rec->u.fail.fn);
+	struct mt_kind_result *kr = &run->res->kind[k];
+	struct mt_fail_snapshot *snap;
+
+	if (kr->nfails >= MT_ANALYSIS_MAX_FAILS)
+		return 0;
+	if (!kr->fails) {
+		kr->fails = calloc(MT_ANALYSIS_MAX_FAILS, sizeof(*kr->fails));
+		if (!kr->fails)
+			return -ENOMEM;
+	}
+	snap = &kr->fails[kr->nfails++];
+	snap->event = (struct mt_fail_event){
+		.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
+		.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
+		.stack = (uint32_t)rec->u.fail.stack,
+	};
+	/* the replay's figures are current during the record callback */
+	snap->live_bytes = in->kind[k].live_bytes;
+	snap->live_blocks = in->kind[k].live_blocks;
+	run->snap = snap;
+	run->snap_kind = k;
+	return mt_replay_foreach_stack(run->a->replay, in, keep_top, run);
+}
+
+static void tick_progress(struct mt_analysis_run *run)
+{
+	if (++run->events_done < run->next_progress)
+		return;
+	run->next_progress += PROGRESS_EVERY;
+	if (run->progress.fn)
+		run->progress.fn(run->progress.ctx, run->events_done, run->a->events);
+}
+
+static int on_record(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_analysis_run *run = ctx;
+	uint32_t t;
+	int r;
+
+	if (in != run->in && (r = begin_instance(run, in)) < 0)
+		return r;
+	if (!mt_record_is_event(rec->type))
+		return 0;
+	tick_progress(run);
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+			return r;
+		return note_alloc(run, t, MT_KIND_HOST, rec->u.alloc.addr, rec->u.alloc.size,
+				  rec->u.alloc.stack);
+	case MT_REC_FREE:
+		return rec->u.free.addr ? note_free(run, MT_KIND_HOST, rec->u.free.addr, 0) : 0;
+	case MT_REC_REALLOC:
+		if (rec->u.realloc.old && (r = note_free(run, MT_KIND_HOST, rec->u.realloc.old, 0)) < 0)
+			return r;
+		if (!rec->u.realloc.addr)
+			return 0; /* realloc(p, 0) freed p and allocated nothing */
+		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+			return r;
+		return note_alloc(run, t, MT_KIND_HOST, rec->u.realloc.addr, rec->u.realloc.size,
+				  rec->u.realloc.stack);
+	case MT_REC_MMAP:
+		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+			return r;
+		return note_alloc(run, t, MT_KIND_MMAP, rec->u.mmap.addr,
+				  (rec->u.mmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1),
+				  rec->u.mmap.stack);
+	case MT_REC_MUNMAP:
+		return note_free(run, MT_KIND_MMAP, rec->u.munmap.addr,
+				 (rec->u.munmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1));
+	case MT_REC_MREMAP:
+		/* a mapping resized is neither freed nor new: no longer a candidate */
+		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+			return r;
+		if (run->threads[t].pending[MT_KIND_MMAP]) {
+			mt_map_del(&run->candidates[MT_KIND_MMAP], run->threads[t].addr[MT_KIND_MMAP]);
+			run->threads[t].pending[MT_KIND_MMAP] = false;
+		}
+		return 0;
+	case MT_REC_FAIL:
+		return note_fail(run, in, rec);
+	default:
+		return 0;
+	}
+}
+
+/* ---- at the end of an instance ---- */
+
+struct collect {
+	struct mt_analysis_run *run;
+	bool leaks; /* false after an exec */
+};
+
+static int collect_row(void *ctx, const struct mt_stack_stats *s)
+{
+	struct collect *c = ctx;
+	struct mt_kind_result *kr = &c->run->res->kind[s->kind];
+	struct mt_stack_row row = {
+		.stack = s->stack,
+		.stack_instance = s->stack_instance,
+		.allocations = s->allocations,
+		.bytes_allocated = s->bytes_allocated,
+		.peak_bytes = s->peak_bytes,
+		.peak_blocks = s->peak_blocks,
+	};
+	const uint64_t *temp;
+
+	if (c->leaks) {
+		row.leaked_bytes = s->live_bytes;
+		row.leaked_blocks = s->live_blocks;
+	}
+	/* temporaries are only ever the instance's own allocations */
+	if (s->stack_instance == c->run->in->id &&
+	    (temp = mt_map_get(&c->run->temp_by_stack[s->kind], s->stack)))
+		row.temporary = *temp;
+	if (!row.allocations && !row.bytes_allocated && !row.peak_bytes && !row.leaked_bytes &&
+	    !row.leaked_blocks && !row.temporary && !row.peak_blocks)
+		return 0;
+	/* capacity: 16, then doubled each time the count reaches a power of two */
+	if (kr->nrows == 0 || (kr->nrows >= 16 && (kr->nrows & (kr->nrows - 1)) == 0)) {
+		size_t cap = kr->nrows ? kr->nrows * 2 : 16;
+		void *p = realloc(kr->rows, cap * sizeof(*kr->rows));
+		if (!p)
+			return -ENOMEM;
+		kr->rows = p;
+	}
+	kr->rows[kr->nrows++] = row;
+	return 0;
+}
+
+static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	struct mt_analysis_run *run = ctx;
+	struct collect c = { .run = run, .leaks = in->end != MT_END_EXEC };
+	int ret;
+
+	if (in != run->in && (ret = begin_instance(run, in)) < 0)
+		return ret;
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		struct mt_kind_result *kr = &run->res->kind[k];
+		kr->stats = in->kind[k];
+		if (c.leaks) {
+			kr->leaked_bytes = in->kind[k].live_bytes;
+			kr->leaked_blocks = in->kind[k].live_blocks;
+		}
+	}
+	ret = mt_replay_foreach_stack(r, in, collect_row, &c);
+	run_reset(run);
+	run->in = NULL;
+	return ret;
+}
+
+/* ---- the whole analysis ---- */
+
+int mt_analysis_open(struct mt_analysis **out, const char *path,
+		     const struct mt_analysis_progress *progress, struct mt_error *err)
+{
+	static const struct mt_replay_callbacks cb = {
+		.record = on_record,
+		.instance_done = on_instance_done,
+	};
+	struct mt_analysis *a = calloc(1, sizeof(*a));
+	struct mt_analysis_run run = { 0 };
+	int r;
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	r = mt_reader_open(&a->trace, path, err);
+	if (r < 0) {
+		free(a);
+		return r;
+	}
+	r = mt_replay_open(&a->replay, &a->trace, err);
+	if (r < 0)
+		goto fail;
+	a->events = mt_replay_trace_stats(a->replay)->events;
+	a->nprocs = mt_replay_instance_count(a->replay);
+	a->procs = calloc(a->nprocs ? a->nprocs : 1, sizeof(*a->procs));
+	if (!a->procs) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		a->procs[i].in = mt_replay_instance(a->replay, i);
+	run.a = a;
+	if (progress)
+		run.progress = *progress;
+	run.next_progress = PROGRESS_EVERY;
+	mt_map_init(&run.thread_index, sizeof(uint32_t));
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		mt_map_init(&run.candidates[k], sizeof(struct candidate));
+		mt_map_init(&run.temp_by_stack[k], sizeof(uint64_t));
+	}
+	a->run = &run;
+	r = mt_replay_run(a->replay, &cb, &run, err);
+	a->run = NULL;
+	run_reset(&run);
+	free(run.threads);
+	if (r < 0)
+		goto fail;
+	if (r > 0) {
+		r = -EIO;
+		goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	if (r == -ENOMEM && err && !err->message[0]) {
+		err->offset = 0;
+		strcpy(err->message, "out of memory");
+	}
+	mt_analysis_free(a);
+	return r;
+}
+
+void mt_analysis_free(struct mt_analysis *a)
+{
+	if (!a)
+		return;
+	for (uint32_t i = 0; a->procs && i < a->nprocs; i++) {
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			free(a->procs[i].kind[k].rows);
+			free(a->procs[i].kind[k].fails);
+		}
+	}
+	free(a->procs);
+	if (a->sym)
+		mt_symbolizer_free(a->sym);
+	mt_replay_free(a->replay);
+	mt_reader_close(&a->trace);
+	free(a);
+}
+
+/* ---- frames ---- */
+
+static bool in_memtrace(const char *module)
+{
+	const char *base;
+
+	if (!module)
+		return false;
+	base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	return !strncmp(base, "libmemtrace.so", 14) || !strncmp(base, "libmemtrace-", 12);
+}
+
+/* The allocator's own frames: C++ operator new and new[], demangled or not. */
+static bool is_allocator(const char *function)
+{
+	if (!function)
+		return false;
+	return !strncmp(function, "operator new", 12) || !strncmp(function, "_Znw", 4) ||
+	       !strncmp(function, "_Zna", 4);
+}
+
+int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+		       struct mt_sym *out, unsigned max)
+{
+	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
+	const uint64_t *frames;
+	uint32_t n, gen;
+	unsigned count = 0;
+	bool leading = true;
+	struct mt_sym tmp[32];
+	int r;
+
+	if (!in || mt_replay_stack(a->replay, stack_instance, stack, &frames, &n, &gen) < 0)
+		return 0;
+	if (!a->sym && (r = mt_symbolizer_new(&a->sym)) < 0) {
+		a->sym = NULL;
+		return r;
+	}
+	for (uint32_t i = 0; i < n && count < max; i++) {
+		int got = mt_symbolize(a->sym, in, frames[i], tmp, sizeof(tmp) / sizeof(tmp[0]));
+		if (got <= 0) {
+			memset(tmp, 0, sizeof(tmp[0]));
+			tmp[0].address = frames[i];
+			got = 1;
+		}
+		for (int j = 0; j < got && count < max; j++) {
+			if (in_memtrace(tmp[j].module))
+				continue;
+			if (leading && is_allocator(tmp[j].function))
+				continue;
+			leading = false;
+			out[count++] = tmp[j];
+		}
+	}
+	return (int)count;
+}

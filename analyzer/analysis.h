@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The analysis that `memtrace report`, `flamegraph` and `check` share: one
+ * replay of a trace (replay.h) that keeps, per process instance and memory
+ * kind, the totals, the peak, the leaks, the temporary allocations, a size
+ * histogram and the failed allocations, each by stack; and the frames of a
+ * stack as a person reads them (symbolized, allocator frames dropped).
+ *
+ * Memory grows with distinct stacks and live blocks, never with events: the
+ * per-event work is a few counters and, for temporaries, one lookup in a
+ * table with one entry per thread. Stacks are symbolized only when a
+ * command asks for their frames.
+ *
+ * May not: print (progress goes through a callback). Errors are negative
+ * errno with struct mt_error.
+ */
+#ifndef MEMTRACE_ANALYZER_ANALYSIS_H
+#define MEMTRACE_ANALYZER_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader.h"
+#include "replay.h"
+#include "symbolize.h"
+
+/* What a stack is ranked or a flame graph is weighed by. */
+enum mt_metric {
+	MT_METRIC_PEAK,        /* bytes live at the kind's peak */
+	MT_METRIC_LEAKED,      /* bytes live at the end (at death for a killed process) */
+	MT_METRIC_ALLOCATED,   /* bytes allocated in total */
+	MT_METRIC_ALLOCATIONS, /* number of allocations */
+	MT_METRIC_TEMPORARY,   /* number of temporary allocations */
+	MT_METRIC_COUNT
+};
+
+/*
+ * Size histogram: bucket 0 holds size 0, bucket b (1..64) the sizes in
+ * [2^(b-1), 2^b).
+ */
+#define MT_HISTOGRAM_BUCKETS 65
+
+/* Failed allocations kept in detail per instance and kind; all are counted. */
+#define MT_ANALYSIS_MAX_FAILS 32
+/* Stacks kept for each of them: the ones holding the most memory then. */
+#define MT_FAIL_TOP_STACKS 5
+
+/* One stack's figures within an instance and kind. */
+struct mt_stack_row {
+	uint32_t stack;
+	uint32_t stack_instance; /* whose stack table `stack` is in (a parent's, for inherited blocks) */
+	uint64_t allocations;
+	uint64_t bytes_allocated;
+	uint64_t peak_bytes, peak_blocks;     /* at the kind's peak */
+	uint64_t leaked_bytes, leaked_blocks; /* live at the end; 0 after an exec */
+	uint64_t temporary;
+};
+
+/* A failed allocation and the memory of its kind at that moment. */
+struct mt_fail_snapshot {
+	struct mt_fail_event event;
+	uint64_t live_bytes, live_blocks;
+	uint32_t ntop;
+	struct mt_stack_row top[MT_FAIL_TOP_STACKS]; /* leaked_* hold the bytes live then */
+};
+
+struct mt_kind_result {
+	struct mt_kind_stats stats; /* the replay's figures (replay.h) */
+	uint64_t temporary;
+	/*
+	 * Live at the end, for a process that exited or was killed ("live at
+	 * death"). After an exec the kernel dropped the whole heap: nothing
+	 * leaked, and stats.live_* still say what was live then.
+	 */
+	uint64_t leaked_bytes, leaked_blocks;
+	uint64_t histogram[MT_HISTOGRAM_BUCKETS];
+	struct mt_stack_row *rows; /* every stack with a non-zero figure, in no order */
+	size_t nrows;
+	struct mt_fail_snapshot *fails; /* the first MT_ANALYSIS_MAX_FAILS */
+	uint32_t nfails;
+};
+
+struct mt_process_result {
+	const struct mt_instance *in;
+	struct mt_kind_result kind[MT_KIND_COUNT];
+};
+
+struct mt_analysis_run;
+
+struct mt_analysis {
+	struct mt_trace trace;
+	struct mt_replay *replay;
+	struct mt_symbolizer *sym; /* made on the first mt_analysis_frames() */
+	struct mt_process_result *procs; /* in instance order */
+	uint32_t nprocs;
+	uint64_t events; /* events in the file */
+	struct mt_analysis_run *run; /* while replaying */
+};
+
+/* Called every 2^20 events while replaying: events done, of `total`. */
+struct mt_analysis_progress {
+	void (*fn)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
+/* Reads and replays the trace at path; *out is NULL on error. */
+int mt_analysis_open(struct mt_analysis **out, const char *path,
+		     const struct mt_analysis_progress *progress, struct mt_error *err);
+void mt_analysis_free(struct mt_analysis *a);
+
+uint64_t mt_stack_row_value(const struct mt_stack_row *row, enum mt_metric m);
+/* The kind's figure for a metric: what the rows' values add up to. */
+uint64_t mt_kind_result_total(const struct mt_kind_result *k, enum mt_metric m);
+/* Sorts rows by a metric, largest first (ties by stack id, so output is stable). */
+void mt_stack_rows_sort(struct mt_stack_row *rows, size_t n, enum mt_metric m);
+
+/* "peak", "leaked", ...; parse returns -EINVAL for an unknown name. */
+const char *mt_metric_name(enum mt_metric m);
+int mt_metric_parse(const char *name);
+const char *mt_kind_name(enum mt_kind k);
+int mt_kind_parse(const char *name);
+
+/*
+ * The frames of a stack as a person reads them, innermost first: every
+ * return address symbolized (inlined calls expanded), frames in
+ * libmemtrace.so left out, and the leading frames of the allocator itself
+ * (C++ operator new and new[] in all their variants) dropped, so the first
+ * frame is the code that asked for memory. Returns the number written (0
+ * for an unknown stack) or a negative errno. A frame that cannot be
+ * symbolized has only address (and module, offset when known).
+ */
+int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+		       struct mt_sym *out, unsigned max);
+
+/* ns from an instance's start to `ticks`, 0 for ticks 0. */
+uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_instance *in,
+				 uint64_t ticks);
+
+#endif

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memtrace check: the CI gate. Every process of the trace and every memory
+ * kind on its own (bytes of two kinds are never added): the bytes leaked
+ * (live at exit, or at death for a killed process) outside suppressed
+ * stacks may not exceed --max-leaked, 0 by default as LeakSanitizer fails
+ * on any leak; the peak may not exceed --max-peak, unlimited by default.
+ *
+ * Suppressions are LeakSanitizer's: `leak:PATTERN` lines, `#` comments. A
+ * pattern matches a frame when it matches its function, its source file
+ * or its module path: `*` is any run of characters, a leading `^` and a
+ * trailing `$` anchor it, and otherwise it may match anywhere. A leaking
+ * stack is suppressed when any of its frames matches.
+ *
+ * Exit status: 0 the gate holds, 1 it fails (the offending stacks are
+ * printed, a line each), 2 the trace or the suppressions cannot be read,
+ * or the command line is wrong (so that no mistake passes for a leak).
+ *
+ * May not: compute figures (analysis.c does).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "commands.h"
+
+#define MAX_FRAMES 512
+#define SHOW_STACKS 5
+#define SHOW_FRAMES 4
+#define EXIT_GATE_FAILED 1
+#define EXIT_CANNOT_CHECK 2
+
+struct suppressions {
+	char **pattern;
+	size_t n, cap;
+	uint64_t *hits; /* leaked bytes each pattern suppressed */
+};
+
+/* '*' globbing of p against s, from the start of s; `$` at the end of p anchors the end. */
+static bool glob_here(const char *p, const char *s)
+{
+	for (; *p; p++, s++) {
+		if (*p == '*') {
+			while (*p == '*')
+				p++;
+			if (!*p)
+				return true;
+			for (; *s; s++)
+				if (glob_here(p, s))
+					return true;
+			return glob_here(p, s);
+		}
+		if (*p == '$' && !p[1])
+			return !*s;
+		if (!*s || *p != *s)
+			return false;
+	}
+	return true;
+}
+
+static bool pattern_matches(const char *p, const char *s)
+{
+	if (!s)
+		return false;
+	if (*p == '^')
+		return glob_here(p + 1, s);
+	for (const char *t = s;; t++) {
+		if (glob_here(p, t))
+			return true;
+		if (!*t)
+			return false;
+	}
+}
+
+static int add_pattern(struct suppressions *sup, const char *p)
+{
+	if (sup->n == sup->cap) {
+		size_t cap = sup->cap ? sup->cap * 2 : 16;
+		void *q = realloc(sup->pattern, cap * sizeof(*sup->pattern));
+		if (!q)
+			return -ENOMEM;
+		sup->pattern = q;
+		sup->cap = cap;
+	}
+	sup->pattern[sup->n] = strdup(p);
+	if (!sup->pattern[sup->n])
+		return -ENOMEM;
+	sup->n++;
+	return 0;
+}
+
+static void free_suppressions(struct suppressions *sup)
+{
+	for (size_t i = 0; i < sup->n; i++)
+		free(sup->pattern[i]);
+	free(sup->pattern);
+	free(sup->hits);
+}
+
+/* Prints its own error line; 0 or EXIT_CANNOT_CHECK. */
+static int read_suppressions(struct suppressions *sup, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	unsigned lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, "memtrace check: %s: %s\n", path, strerror(errno));
+		return EXIT_CANNOT_CHECK;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line, *e;
+		lineno++;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		e = s + strlen(s);
+		while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = 0;
+		if (!*s || *s == '#')
+			continue;
+		if (strncmp(s, "leak:", 5) || !s[5]) {
+			fprintf(stderr, "memtrace check: %s: line %u: not a `leak:PATTERN` suppression: %s\n",
+				path, lineno, s);
+			fclose(f);
+			return EXIT_CANNOT_CHECK;
+		}
+		if (add_pattern(sup, s + 5) < 0) {
+			fclose(f);
+			fprintf(stderr, "memtrace check: out of memory\n");
+			return EXIT_CANNOT_CHECK;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The first suppression matching a frame of the stack, or -1. */
+static long suppressed_by(const struct suppressions *sup, const struct mt_sym *syms, int n)
+{
+	for (size_t p = 0; p < sup->n; p++)
+		for (int i = 0; i < n; i++)
+			if (pattern_matches(sup->pattern[p], syms[i].function) ||
+			    pattern_matches(sup->pattern[p], syms[i].file) ||
+			    pattern_matches(sup->pattern[p], syms[i].module))
+				return (long)p;
+	return -1;
+}
+
+/* BYTES with an optional K, M, G or T suffix (powers of 1024; "KiB", "kB" too). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static void print_stack_line(struct mt_sym *syms, int n, uint64_t bytes, uint64_t blocks)
+{
+	char size[32], frame[512];
+
+	mt_cmd_size(size, sizeof(size), bytes);
+	printf("  %s in %" PRIu64 " block%s:", size, blocks, blocks == 1 ? "" : "s");
+	if (n <= 0)
+		printf(" (no stack recorded)");
+	for (int i = 0; i < n && i < SHOW_FRAMES; i++) {
+		mt_cmd_frame_text(frame, sizeof(frame), &syms[i]);
+		printf("%s %s", i ? " <" : "", frame);
+	}
+	if (n > SHOW_FRAMES)
+		printf(" < ...");
+	putchar('\n');
+}
+
+struct gate {
+	uint64_t max_leaked, max_peak;
+	bool have_max_peak;
+	struct suppressions sup;
+	struct mt_sym *syms;
+	uint64_t suppressed_bytes, suppressed_blocks;
+	unsigned failures;
+};
+
+static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_process_result *p,
+		       enum mt_kind kind)
+{
+	const struct mt_kind_result *k = &p->kind[kind];
+	struct mt_stack_row *rows = malloc((k->nrows ? k->nrows : 1) * sizeof(*rows));
+	size_t n = 0;
+	uint64_t bytes = 0, blocks = 0;
+	char b1[32], b2[32];
+
+	if (!rows) {
+		g->failures++;
+		printf("memtrace check: out of memory\n");
+		return;
+	}
+	/* the leaking stacks that no suppression covers, largest first */
+	for (size_t i = 0; i < k->nrows; i++) {
+		const struct mt_stack_row *r = &k->rows[i];
+		int nf;
+		long s;
+		if (!r->leaked_bytes && !r->leaked_blocks)
+			continue;
+		nf = mt_analysis_frames(a, r->stack_instance, r->stack, g->syms, MAX_FRAMES);
+		s = g->sup.n ? suppressed_by(&g->sup, g->syms, nf) : -1;
+		if (s >= 0) {
+			g->sup.hits[s] += r->leaked_bytes;
+			g->suppressed_bytes += r->leaked_bytes;
+			g->suppressed_blocks += r->leaked_blocks;
+			continue;
+		}
+		bytes += r->leaked_bytes;
+		blocks += r->leaked_blocks;
+		rows[n++] = *r;
+	}
+	if (bytes > g->max_leaked || (!g->max_leaked && blocks)) {
+		g->failures++;
+		mt_cmd_size(b1, sizeof(b1), bytes);
+		mt_cmd_size(b2, sizeof(b2), g->max_leaked);
+		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64 " block%s, more than %s\n",
+		       p->in->pid, mt_cmd_command(p->in), mt_kind_name(kind),
+		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
+		       blocks == 1 ? "" : "s", b2);
+		mt_stack_rows_sort(rows, n, MT_METRIC_LEAKED);
+		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
+			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack, g->syms, MAX_FRAMES);
+			print_stack_line(g->syms, nf, rows[i].leaked_bytes, rows[i].leaked_blocks);
+		}
+		if (n > SHOW_STACKS)
+			printf("  ... %zu more stacks\n", n - SHOW_STACKS);
+	}
+	if (g->have_max_peak && k->stats.peak_bytes > g->max_peak) {
+		g->failures++;
+		mt_cmd_size(b1, sizeof(b1), k->stats.peak_bytes);
+		mt_cmd_size(b2, sizeof(b2), g->max_peak);
+		printf("memtrace check: process %u (%s): %s peak %s, more than %s\n", p->in->pid,
+		       mt_cmd_command(p->in), mt_kind_name(kind), b1, b2);
+		n = 0;
+		for (size_t i = 0; i < k->nrows; i++)
+			if (k->rows[i].peak_bytes)
+				rows[n++] = k->rows[i];
+		mt_stack_rows_sort(rows, n, MT_METRIC_PEAK);
+		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
+			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack, g->syms, MAX_FRAMES);
+			print_stack_line(g->syms, nf, rows[i].peak_bytes, rows[i].peak_blocks);
+		}
+	}
+	free(rows);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: memtrace check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
+	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
+	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read\n", f);
+}
+
+int mt_cmd_check(int argc, char **argv)
+{
+	struct gate g = { 0 };
+	const char *file = NULL;
+	struct mt_analysis *a = NULL;
+	char b1[32];
+	int status = EXIT_CANNOT_CHECK;
+
+	for (int i = 0; i < argc; i++) {
+		bool leaked = !strcmp(argv[i], "--max-leaked"), peak = !strcmp(argv[i], "--max-peak");
+		if ((leaked || peak) && i + 1 < argc) {
+			uint64_t v;
+			if (parse_size(argv[++i], &v) < 0) {
+				fprintf(stderr, "memtrace check: %s wants bytes (K, M, G suffixes allowed), not %s\n",
+					argv[i - 1], argv[i]);
+				goto out;
+			}
+			if (leaked)
+				g.max_leaked = v;
+			else
+				g.max_peak = v, g.have_max_peak = true;
+		} else if (!strcmp(argv[i], "--suppressions") && i + 1 < argc) {
+			if (read_suppressions(&g.sup, argv[++i]))
+				goto out;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			status = MT_EXIT_OK;
+			goto out;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "memtrace check: unknown option %s\n", argv[i]);
+			usage(stderr);
+			goto out;
+		} else if (file) {
+			fprintf(stderr, "memtrace check: one trace at a time\n");
+			goto out;
+		} else {
+			file = argv[i];
+		}
+	}
+	if (!file) {
+		usage(stderr);
+		goto out;
+	}
+	g.sup.hits = calloc(g.sup.n ? g.sup.n : 1, sizeof(*g.sup.hits));
+	g.syms = calloc(MAX_FRAMES, sizeof(*g.syms));
+	if (!g.sup.hits || !g.syms) {
+		fprintf(stderr, "memtrace check: out of memory\n");
+		goto out;
+	}
+	if (mt_cmd_analyze(file, &a) != MT_EXIT_OK)
+		goto out; /* the one-line error is printed */
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);
+	mt_cmd_size(b1, sizeof(b1), g.suppressed_bytes);
+	if (g.failures) {
+		printf("memtrace check: FAILED (%u limit%s exceeded)", g.failures, g.failures == 1 ? "" : "s");
+		status = EXIT_GATE_FAILED;
+	} else {
+		printf("memtrace check: ok: %u process%s", a->nprocs, a->nprocs == 1 ? "" : "es");
+		status = MT_EXIT_OK;
+	}
+	if (g.suppressed_blocks)
+		printf(", %s in %" PRIu64 " blocks suppressed", b1, g.suppressed_blocks);
+	putchar('\n');
+out:
+	mt_analysis_free(a);
+	free_suppressions(&g.sup);
+	free(g.syms);
+	return status;
+}
