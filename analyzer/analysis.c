@@ -65,11 +65,6 @@ static const char *const metric_names[MT_METRIC_COUNT] = {
 	[MT_METRIC_TEMPORARY] = "temporary",
 };
 
-static const char *const kind_names[MT_KIND_COUNT] = {
-	[MT_KIND_HOST] = "host",
-	[MT_KIND_MMAP] = "mmap",
-};
-
 const char *mt_metric_name(enum mt_metric m)
 {
 	return m < MT_METRIC_COUNT ? metric_names[m] : "unknown";
@@ -80,19 +75,6 @@ int mt_metric_parse(const char *name)
 	for (int m = 0; m < MT_METRIC_COUNT; m++)
 		if (!strcmp(name, metric_names[m]))
 			return m;
-	return -EINVAL;
-}
-
-const char *mt_kind_name(enum mt_kind k)
-{
-	return k < MT_KIND_COUNT ? kind_names[k] : "unknown";
-}
-
-int mt_kind_parse(const char *name)
-{
-	for (int k = 0; k < MT_KIND_COUNT; k++)
-		if (!strcmp(name, kind_names[k]))
-			return k;
 	return -EINVAL;
 }
 
@@ -358,10 +340,20 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	case MT_REC_ALLOC:
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
-		return note_alloc(run, t, MT_KIND_HOST, rec->u.alloc.addr, rec->u.alloc.size,
+		return note_alloc(run, t, (enum mt_kind)rec->u.alloc.kind,
+				  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr), rec->u.alloc.size,
 				  rec->u.alloc.stack);
 	case MT_REC_FREE:
-		return rec->u.free.addr ? note_free(run, MT_KIND_HOST, rec->u.free.addr, 0) : 0;
+		if (!rec->u.free.addr)
+			return 0;
+		if (rec->u.free.fn < MT_FN_CUDA_MALLOC)
+			return note_free(run, (enum mt_kind)rec->u.free.kind, rec->u.free.addr, 0);
+		/* a CUDA free does not say which device the block was on */
+		for (int k = MT_KIND_CUDA_HOST; k < MT_KIND_COUNT; k++)
+			if ((r = note_free(run, (enum mt_kind)k,
+					   mt_block_key(rec->u.free.fn, rec->u.free.addr), 0)) < 0)
+				return r;
+		return 0;
 	case MT_REC_REALLOC:
 		if (rec->u.realloc.old && (r = note_free(run, MT_KIND_HOST, rec->u.realloc.old, 0)) < 0)
 			return r;

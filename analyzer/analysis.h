@@ -118,8 +118,6 @@ void mt_stack_rows_sort(struct mt_stack_row *rows, size_t n, enum mt_metric m);
 /* "peak", "leaked", ...; parse returns -EINVAL for an unknown name. */
 const char *mt_metric_name(enum mt_metric m);
 int mt_metric_parse(const char *name);
-const char *mt_kind_name(enum mt_kind k);
-int mt_kind_parse(const char *name);
 
 /*
  * The frames of a stack as a person reads them, innermost first: every

@@ -20,11 +20,6 @@
 #include "reader.h"
 #include "replay.h"
 
-static const char *const kind_names[MT_KIND_COUNT] = {
-	[MT_KIND_HOST] = "host",
-	[MT_KIND_MMAP] = "mmap",
-};
-
 static const char *const sample_names[MT_SAMPLE_FIELD_COUNT] = {
 	"rss", "pss", "private_dirty", "heap_arena", "heap_in_use", "heap_free",
 	"heap_trimmable", "heap_mmapped", "cgroup_current", "cgroup_max",
@@ -299,11 +294,13 @@ static void print_summary(const char *file, const struct mt_trace *t, const stru
 		printf(" command %s\n", in->cmdline && in->cmdline[0] ? in->cmdline : (in->exe ? in->exe : ""));
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			const struct mt_kind_stats *s = &in->kind[k];
+			if (!mt_kind_shown(in, (unsigned)k))
+				continue;
 			printf("process %u pid %u %s allocations %" PRIu64 " frees %" PRIu64
 			       " bytes_allocated %" PRIu64 " live %" PRIu64 " bytes %" PRIu64
 			       " blocks peak %" PRIu64 " bytes %" PRIu64 " blocks at %+.6fms failed %" PRIu64
 			       " unknown_frees %" PRIu64 " inherited %" PRIu64 " bytes\n",
-			       in->id, in->pid, kind_names[k], s->allocations, s->frees, s->bytes_allocated,
+			       in->id, in->pid, mt_kind_name((unsigned)k), s->allocations, s->frees, s->bytes_allocated,
 			       s->live_bytes, s->live_blocks, s->peak_bytes, s->peak_blocks,
 			       s->peak_time ? rel_ms(t, s->peak_time) : 0.0, s->failed, s->unknown_frees,
 			       s->inherited_bytes);
@@ -357,6 +354,8 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		json_object_set_new(p, "lost_stack_events", json_integer((json_int_t)in->lost_stack_events));
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			const struct mt_kind_stats *s = &in->kind[k];
+			if (!mt_kind_shown(in, (unsigned)k))
+				continue;
 			json_t *o = json_object();
 			json_object_set_new(o, "allocations", json_integer((json_int_t)s->allocations));
 			json_object_set_new(o, "frees", json_integer((json_int_t)s->frees));
@@ -369,7 +368,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 			json_object_set_new(o, "failed", json_integer((json_int_t)s->failed));
 			json_object_set_new(o, "unknown_frees", json_integer((json_int_t)s->unknown_frees));
 			json_object_set_new(o, "inherited_bytes", json_integer((json_int_t)s->inherited_bytes));
-			json_object_set_new(kinds, kind_names[k], o);
+			json_object_set_new(kinds, mt_kind_name((unsigned)k), o);
 		}
 		json_object_set_new(p, "memories", kinds);
 		for (uint32_t f = 0; f < in->nfails; f++) {

@@ -69,6 +69,35 @@ const char *mt_fn_name(uint64_t fn)
 	return fn < MT_FN_COUNT ? fn_names[fn] : NULL;
 }
 
+/* "host", "mmap", "cuda-host", "cuda-managed", "cuda:0" .. "cuda:15"; NULL for no kind. */
+const char *mt_kind_name(unsigned kind)
+{
+	static const char *const names[MT_KIND_COUNT] = {
+		[MT_KIND_HOST] = "host",
+		[MT_KIND_MMAP] = "mmap",
+		[MT_KIND_CUDA_HOST] = "cuda-host",
+		[MT_KIND_CUDA_MANAGED] = "cuda-managed",
+		[MT_KIND_CUDA_DEVICE + 0] = "cuda:0",   [MT_KIND_CUDA_DEVICE + 1] = "cuda:1",
+		[MT_KIND_CUDA_DEVICE + 2] = "cuda:2",   [MT_KIND_CUDA_DEVICE + 3] = "cuda:3",
+		[MT_KIND_CUDA_DEVICE + 4] = "cuda:4",   [MT_KIND_CUDA_DEVICE + 5] = "cuda:5",
+		[MT_KIND_CUDA_DEVICE + 6] = "cuda:6",   [MT_KIND_CUDA_DEVICE + 7] = "cuda:7",
+		[MT_KIND_CUDA_DEVICE + 8] = "cuda:8",   [MT_KIND_CUDA_DEVICE + 9] = "cuda:9",
+		[MT_KIND_CUDA_DEVICE + 10] = "cuda:10", [MT_KIND_CUDA_DEVICE + 11] = "cuda:11",
+		[MT_KIND_CUDA_DEVICE + 12] = "cuda:12", [MT_KIND_CUDA_DEVICE + 13] = "cuda:13",
+		[MT_KIND_CUDA_DEVICE + 14] = "cuda:14", [MT_KIND_CUDA_DEVICE + 15] = "cuda:15",
+	};
+
+	return kind < MT_KIND_COUNT ? names[kind] : NULL;
+}
+
+int mt_kind_parse(const char *name)
+{
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		if (mt_kind_name(k) && !strcmp(name, mt_kind_name(k)))
+			return (int)k;
+	return -EINVAL;
+}
+
 bool mt_record_is_event(unsigned type)
 {
 	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
@@ -333,6 +362,12 @@ static uint64_t addr_field(struct dec *d, struct mt_cursor *c)
 	return c->addr;
 }
 
+static int bad_kind(struct mt_error *err, const struct mt_record *rec, uint64_t kind)
+{
+	return fail(err, -EBADMSG, rec->offset, "%s record of memory kind %llu, which does not exist",
+		    mt_record_name(rec->type), (unsigned long long)kind);
+}
+
 static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
 {
 	uint64_t n;
@@ -393,11 +428,18 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.alloc.addr = addr_field(d, c);
 		rec->u.alloc.size = u(d);
 		rec->u.alloc.stack = u(d);
+		/* appended: a CUDA event's kind; else the function's */
+		rec->u.alloc.kind = d->p < d->end ? u(d) : mt_fn_kind((unsigned)rec->u.alloc.fn);
+		if (rec->u.alloc.kind >= MT_KIND_COUNT)
+			return bad_kind(err, rec, rec->u.alloc.kind);
 		break;
 	case MT_REC_FREE:
 		time_field(d, c);
 		rec->u.free.fn = u(d);
 		rec->u.free.addr = addr_field(d, c);
+		rec->u.free.kind = d->p < d->end ? u(d) : mt_fn_kind((unsigned)rec->u.free.fn);
+		if (rec->u.free.kind >= MT_KIND_COUNT)
+			return bad_kind(err, rec, rec->u.free.kind);
 		break;
 	case MT_REC_REALLOC:
 		time_field(d, c);
@@ -414,6 +456,12 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.fail.size = u(d);
 		rec->u.fail.stack = u(d);
 		rec->u.fail.err = u(d);
+		rec->u.fail.kind = d->p < d->end ? u(d) : mt_fn_kind((unsigned)rec->u.fail.fn);
+		if (rec->u.fail.kind >= MT_KIND_COUNT)
+			return bad_kind(err, rec, rec->u.fail.kind);
+		/* a CUDA failure: the device's free and total bytes right after it */
+		rec->u.fail.device_free = d->p < d->end ? u(d) : 0;
+		rec->u.fail.device_total = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_MMAP:
 		time_field(d, c);

@@ -100,15 +100,19 @@ struct mt_record {
 		} stack;
 		struct {
 			uint64_t fn, addr, size, stack;
+			uint64_t kind; /* enum mt_kind */
 		} alloc;
 		struct {
 			uint64_t fn, addr;
+			uint64_t kind;
 		} free;
 		struct {
 			uint64_t t0, fn, old, addr, size, stack;
 		} realloc;
 		struct {
 			uint64_t fn, size, stack, err;
+			uint64_t kind;
+			uint64_t device_free, device_total; /* CUDA failures; 0 when unknown */
 		} fail;
 		struct {
 			uint64_t fn, addr, len, prot, flags, stack;
@@ -175,5 +179,7 @@ const char *mt_record_name(unsigned type);
 const char *mt_fn_name(uint64_t fn);
 /* Events are what the replay counts: ALLOC to MREMAP. */
 bool mt_record_is_event(unsigned type);
+const char *mt_kind_name(unsigned kind); /* NULL for a value that is no kind */
+int mt_kind_parse(const char *name);     /* the kind, or -EINVAL */
 
 #endif

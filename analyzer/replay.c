@@ -54,9 +54,10 @@ struct range {
 };
 
 struct live {
-	struct mt_map host; /* addr -> struct host_block */
+	struct mt_map host; /* mt_block_key -> struct host_block */
 	struct range *ranges;
 	size_t nranges, cap;
+	uint8_t removed_kind; /* the kind of the block host_remove last found */
 };
 
 struct mt_instance_priv {
@@ -647,6 +648,17 @@ static uint64_t page_round(uint64_t len)
 	return r < len ? len : r;
 }
 
+/*
+ * Blocks of every kind but mmap live in one map by address: host, pinned
+ * host and device addresses never overlap (CUDA's unified addressing). The
+ * handles of the CUDA virtual-memory API are not addresses: they get the
+ * top bit, which no user-space address has.
+ */
+uint64_t mt_block_key(uint64_t fn, uint64_t addr)
+{
+	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
+}
+
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block *b = mt_map_get(&l->host, addr);
@@ -656,13 +668,14 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	if (!b)
 		return 0;
 	copy = *b;
+	l->removed_kind = copy.kind;
 	mt_map_del(&l->host, addr);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
 		      -(int64_t)copy.size, -1, false, 0);
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
-		    uint64_t stack)
+		    uint64_t stack, enum mt_kind kind)
 {
 	struct host_block *b;
 	bool found, created;
@@ -678,8 +691,8 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	b->size = size;
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
-	b->kind = MT_KIND_HOST;
-	return adjust(in, MT_KIND_HOST, in->id, (uint32_t)stack, (int64_t)size, 1, true, size);
+	b->kind = kind;
+	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)size, 1, true, size);
 }
 
 /* ---- second pass ---- */
@@ -770,18 +783,19 @@ static int apply(struct mt_instance *in, struct stream *s)
 	switch (rec->type) {
 	case MT_REC_ALLOC:
 		if (rec->u.alloc.addr == 0) {
-			in->kind[MT_KIND_HOST].allocations++;
+			in->kind[rec->u.alloc.kind].allocations++;
 			return 0;
 		}
-		return host_add(in, l, rec->u.alloc.addr, rec->u.alloc.size, rec->u.alloc.stack);
+		return host_add(in, l, mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
+				rec->u.alloc.size, rec->u.alloc.stack, (enum mt_kind)rec->u.alloc.kind);
 	case MT_REC_FREE:
 		if (rec->u.free.addr == 0)
 			return 0;
-		ret = host_remove(in, l, rec->u.free.addr, &found);
+		ret = host_remove(in, l, mt_block_key(rec->u.free.fn, rec->u.free.addr), &found);
 		if (found)
-			in->kind[MT_KIND_HOST].frees++;
+			in->kind[l->removed_kind].frees++;
 		else
-			in->kind[MT_KIND_HOST].unknown_frees++;
+			in->kind[rec->u.free.kind].unknown_frees++;
 		return ret;
 	case MT_REC_REALLOC:
 		if (s->phase == 0) {
@@ -793,10 +807,11 @@ static int apply(struct mt_instance *in, struct stream *s)
 			return ret;
 		}
 		if (rec->u.realloc.addr != 0)
-			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size, rec->u.realloc.stack);
+			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size, rec->u.realloc.stack,
+				       MT_KIND_HOST);
 		return ret;
 	case MT_REC_FAIL: {
-		enum mt_kind kind = mt_fn_kind((unsigned)rec->u.fail.fn);
+		enum mt_kind kind = (enum mt_kind)rec->u.fail.kind;
 		in->kind[kind].failed++;
 		if (in->nfails < MT_REPLAY_MAX_FAILS) {
 			if (!in->fails) {
@@ -807,7 +822,9 @@ static int apply(struct mt_instance *in, struct stream *s)
 			in->fails[in->nfails++] = (struct mt_fail_event){
 				.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
 				.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
-				.stack = (uint32_t)rec->u.fail.stack,
+				.stack = (uint32_t)rec->u.fail.stack, .kind = kind,
+				.device_free = rec->u.fail.device_free,
+				.device_total = rec->u.fail.device_total,
 			};
 		}
 		return 0;

@@ -58,6 +58,8 @@ struct mt_fail_event {
 	uint32_t err;
 	uint64_t size;
 	uint32_t stack;
+	enum mt_kind kind;
+	uint64_t device_free, device_total; /* CUDA: the device right after; 0 when unknown */
 };
 #define MT_REPLAY_MAX_FAILS 1024
 
@@ -131,6 +133,18 @@ struct mt_stack_stats {
 	uint64_t peak_blocks;
 	uint64_t epoch; /* internal: the peak generation peak_* was last brought up to */
 };
+
+/* Host and mmap are always shown; another kind once something of it happened. */
+static inline bool mt_kind_shown(const struct mt_instance *in, unsigned k)
+{
+	const struct mt_kind_stats *s = &in->kind[k];
+
+	return k <= MT_KIND_MMAP || s->allocations || s->failed || s->unknown_frees ||
+	       s->inherited_blocks;
+}
+
+/* The key of a block in the live set: its address, or a tagged CUDA handle. */
+uint64_t mt_block_key(uint64_t fn, uint64_t addr);
 
 struct mt_replay;
 

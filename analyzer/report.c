@@ -514,7 +514,9 @@ static json_t *report_json(struct mt_analysis *a, const char *file, unsigned top
 		json_object_set_new(o, "events", json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", json_u64(in->lost_stack_events));
 		for (int k = 0; k < MT_KIND_COUNT; k++)
-			json_object_set_new(mem, mt_kind_name((enum mt_kind)k), kind_json(a, syms, p, (enum mt_kind)k, top));
+			if (mt_kind_shown(in, (unsigned)k))
+				json_object_set_new(mem, mt_kind_name((unsigned)k),
+						    kind_json(a, syms, p, (enum mt_kind)k, top));
 		json_object_set_new(o, "memories", mem);
 		json_array_append_new(procs, o);
 	}

@@ -86,7 +86,10 @@ enum mt_record_type {
 	MT_REC_TYPE_COUNT
 };
 
-/* Which function made an event. The memory kind follows from it. */
+/*
+ * Which function made an event. For the malloc family and mmap the memory
+ * kind follows from it; records of the CUDA functions carry their kind.
+ */
 enum mt_fn {
 	MT_FN_MALLOC = 1,
 	MT_FN_CALLOC = 2,
@@ -101,16 +104,50 @@ enum mt_fn {
 	MT_FN_MMAP = 11,
 	MT_FN_MUNMAP = 12,
 	MT_FN_MREMAP = 13,
+	/* the CUDA runtime, interposed in libcudart */
+	MT_FN_CUDA_MALLOC = 32,
+	MT_FN_CUDA_FREE = 33,
+	MT_FN_CUDA_MALLOC_ASYNC = 34,
+	MT_FN_CUDA_FREE_ASYNC = 35,
+	MT_FN_CUDA_MALLOC_FROM_POOL_ASYNC = 36,
+	MT_FN_CUDA_MALLOC_MANAGED = 37,
+	MT_FN_CUDA_MALLOC_PITCH = 38,
+	MT_FN_CUDA_MALLOC_3D = 39,
+	MT_FN_CUDA_MALLOC_HOST = 40,
+	MT_FN_CUDA_HOST_ALLOC = 41,
+	MT_FN_CUDA_FREE_HOST = 42,
+	MT_FN_CUDA_HOST_REGISTER = 43,
+	MT_FN_CUDA_HOST_UNREGISTER = 44,
+	/* the CUDA driver, seen through CUPTI callbacks (cupti/) */
+	MT_FN_CU_MEM_ALLOC = 64,
+	MT_FN_CU_MEM_FREE = 65,
+	MT_FN_CU_MEM_ALLOC_PITCH = 66,
+	MT_FN_CU_MEM_ALLOC_MANAGED = 67,
+	MT_FN_CU_MEM_HOST_ALLOC = 68,
+	MT_FN_CU_MEM_FREE_HOST = 69,
+	MT_FN_CU_MEM_ALLOC_ASYNC = 70,
+	MT_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC = 71,
+	MT_FN_CU_MEM_FREE_ASYNC = 72,
+	/* the virtual-memory API: physical memory is made by cuMemCreate and given
+	 * back by cuMemRelease (its "address" is the allocation handle); cuMemMap
+	 * and cuMemUnmap only place it in address space and are not counted */
+	MT_FN_CU_MEM_CREATE = 73,
+	MT_FN_CU_MEM_RELEASE = 74,
 	MT_FN_COUNT
 };
 
 /* Memory kinds are accounted apart; bytes of two kinds are never added. */
+#define MT_MAX_CUDA_DEVICES 16
 enum mt_kind {
-	MT_KIND_HOST = 0, /* the malloc heap */
-	MT_KIND_MMAP = 1, /* anonymous mappings made by the program */
-	MT_KIND_COUNT
+	MT_KIND_HOST = 0,         /* the malloc heap */
+	MT_KIND_MMAP = 1,         /* anonymous mappings made by the program */
+	MT_KIND_CUDA_HOST = 2,    /* pinned host memory (also RAM) */
+	MT_KIND_CUDA_MANAGED = 3, /* unified (managed) memory */
+	MT_KIND_CUDA_DEVICE = 16, /* cuda:N is MT_KIND_CUDA_DEVICE + N */
+	MT_KIND_COUNT = MT_KIND_CUDA_DEVICE + MT_MAX_CUDA_DEVICES
 };
 
+/* The kind of a malloc-family or mmap event, which records leave implicit. */
 static inline enum mt_kind mt_fn_kind(unsigned fn)
 {
 	return fn >= MT_FN_MMAP && fn <= MT_FN_MREMAP ? MT_KIND_MMAP : MT_KIND_HOST;

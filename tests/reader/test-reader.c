@@ -391,7 +391,8 @@ static void test_corrupt_records(void)
 	tb_dt(&b, 1010);
 	tb_u(&b, MT_FN_FREE);
 	tb_addr(&b, 0x5000);
-	tb_u(&b, 12345); /* a field from the future */
+	tb_u(&b, MT_KIND_HOST); /* the kind: an appended field this reader knows */
+	tb_u(&b, 12345);        /* a field from the future */
 	tb_str(&b, "more", 4);
 	tb_end(&b, MT_REC_FREE);
 	tb_exit(&b, 1020, 1, 0);
