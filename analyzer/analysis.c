@@ -291,7 +291,7 @@ static int keep_top(void *ctx, const struct mt_stack_stats *s)
 static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
 		     const struct mt_record *rec)
 {
-	enum mt_kind k = mt_fn_kind((unsigned)rec->u.fail.fn);
+	enum mt_kind k = (enum mt_kind)rec->u.fail.kind;
 	struct mt_kind_result *kr = &run->res->kind[k];
 	struct mt_fail_snapshot *snap;
 
@@ -306,7 +306,8 @@ static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
 	snap->event = (struct mt_fail_event){
 		.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
 		.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
-		.stack = (uint32_t)rec->u.fail.stack,
+		.stack = (uint32_t)rec->u.fail.stack, .kind = k,
+		.device_free = rec->u.fail.device_free, .device_total = rec->u.fail.device_total,
 	};
 	/* the replay's figures are current during the record callback */
 	snap->live_bytes = in->kind[k].live_bytes;

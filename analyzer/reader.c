@@ -57,6 +57,21 @@ static const char *const fn_names[MT_FN_COUNT] = {
 	[MT_FN_MEMALIGN] = "memalign", [MT_FN_VALLOC] = "valloc",
 	[MT_FN_PVALLOC] = "pvalloc", [MT_FN_FREE] = "free",
 	[MT_FN_MMAP] = "mmap", [MT_FN_MUNMAP] = "munmap", [MT_FN_MREMAP] = "mremap",
+	[MT_FN_CUDA_MALLOC] = "cudaMalloc", [MT_FN_CUDA_FREE] = "cudaFree",
+	[MT_FN_CUDA_MALLOC_ASYNC] = "cudaMallocAsync", [MT_FN_CUDA_FREE_ASYNC] = "cudaFreeAsync",
+	[MT_FN_CUDA_MALLOC_FROM_POOL_ASYNC] = "cudaMallocFromPoolAsync",
+	[MT_FN_CUDA_MALLOC_MANAGED] = "cudaMallocManaged",
+	[MT_FN_CUDA_MALLOC_PITCH] = "cudaMallocPitch", [MT_FN_CUDA_MALLOC_3D] = "cudaMalloc3D",
+	[MT_FN_CUDA_MALLOC_HOST] = "cudaMallocHost", [MT_FN_CUDA_HOST_ALLOC] = "cudaHostAlloc",
+	[MT_FN_CUDA_FREE_HOST] = "cudaFreeHost", [MT_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
+	[MT_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
+	[MT_FN_CU_MEM_ALLOC] = "cuMemAlloc", [MT_FN_CU_MEM_FREE] = "cuMemFree",
+	[MT_FN_CU_MEM_ALLOC_PITCH] = "cuMemAllocPitch", [MT_FN_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+	[MT_FN_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc", [MT_FN_CU_MEM_FREE_HOST] = "cuMemFreeHost",
+	[MT_FN_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+	[MT_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
+	[MT_FN_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync", [MT_FN_CU_MEM_CREATE] = "cuMemCreate",
+	[MT_FN_CU_MEM_RELEASE] = "cuMemRelease",
 };
 
 const char *mt_record_name(unsigned type)

@@ -292,11 +292,24 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 			mt_cmd_size(b2, sizeof(b2), f->live_bytes);
 			printf("      %s of %s at %.3f ms: ", fn ? fn : "?", b1,
 			       (double)mt_analysis_since_start(a, p->in, f->event.time) / 1e6);
-			if (en)
+			if (f->event.kind >= MT_KIND_CUDA_HOST)
+				printf("CUDA error %" PRIu32 "%s", f->event.err,
+				       f->event.err == 2 ? " (cudaErrorMemoryAllocation)" : "");
+			else if (en)
 				printf("%s", en);
 			else
 				printf("errno %" PRIu32, f->event.err);
 			printf(", %s live in %" PRIu64 " blocks\n", b2, f->live_blocks);
+			if (f->event.device_total) {
+				char b3[32], b4[32];
+				mt_cmd_size(b3, sizeof(b3), f->event.device_free);
+				mt_cmd_size(b4, sizeof(b4), f->event.device_total);
+				printf("        the device had %s free of %s: %s\n", b3, b4,
+				       f->event.size > f->event.device_free
+				               ? "the request is larger than all that is free"
+				               : "enough in total, but not in one piece (fragmentation, or a "
+				                 "caching allocator holding it)");
+			}
 			print_frames(a, syms, p->in->id, f->event.stack, "        ");
 			for (uint32_t t = 0; t < f->ntop && t < 3; t++) {
 				mt_cmd_size(b2, sizeof(b2), f->top[t].leaked_bytes);
@@ -451,10 +464,16 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 		json_t *fo = json_object(), *held = json_array(), *st = json_object();
 		json_object_set_new(fo, "function", json_string(fn ? fn : "unknown"));
 		json_object_set_new(fo, "size", json_u64(f->event.size));
-		json_object_set_new(fo, "errno", json_integer(f->event.err));
+		/* a CUDA failure's code is a cudaError_t or CUresult, not an errno */
+		json_object_set_new(fo, f->event.kind >= MT_KIND_CUDA_HOST ? "cuda_error" : "errno",
+				    json_integer(f->event.err));
 		json_object_set_new(fo, "time_ns", json_u64(mt_analysis_since_start(a, p->in, f->event.time)));
 		json_object_set_new(fo, "live_bytes", json_u64(f->live_bytes));
 		json_object_set_new(fo, "live_blocks", json_u64(f->live_blocks));
+		if (f->event.device_total) {
+			json_object_set_new(fo, "device_free", json_u64(f->event.device_free));
+			json_object_set_new(fo, "device_total", json_u64(f->event.device_total));
+		}
 		json_object_set_new(st, "bytes", json_u64(f->event.size));
 		json_object_set_new(st, "blocks", json_integer(0));
 		json_object_set_new(st, "stack", json_integer(f->event.stack));

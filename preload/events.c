@@ -10,10 +10,10 @@
  */
 #include "mt.h"
 
-void mt_rec_alloc(unsigned fn, void *p, size_t size)
+/* A kind the function does not imply (the CUDA ones) is written as a trailing field. */
+static void alloc_record(unsigned fn, unsigned kind, void *p, uint64_t size, uint32_t stack,
+                         uint64_t now)
 {
-	uint64_t now = mt_now();
-	uint32_t stack = mt_stack_current();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 
@@ -24,10 +24,31 @@ void mt_rec_alloc(unsigned fn, void *p, size_t size)
 	q = mt_put_addr(q, (uintptr_t)p);
 	q = mt_put_varint(q, size);
 	q = mt_put_varint(q, stack);
+	if (MT_UNLIKELY(kind != mt_fn_kind(fn)))
+		q = mt_put_varint(q, kind);
 	mt_commit_small(rec, MT_REC_ALLOC, q);
 }
 
-void mt_rec_free(unsigned fn, void *p)
+void mt_rec_alloc(unsigned fn, void *p, size_t size)
+{
+	uint64_t now = mt_now();
+
+	alloc_record(fn, mt_fn_kind(fn), p, size, mt_stack_current(), now);
+}
+
+void mt_rec_alloc_kind(unsigned fn, unsigned kind, void *p, uint64_t size)
+{
+	uint64_t now = mt_now();
+
+	alloc_record(fn, kind, p, size, mt_stack_current(), now);
+}
+
+void mt_rec_alloc_stack(unsigned fn, unsigned kind, void *p, uint64_t size, uint32_t stack)
+{
+	alloc_record(fn, kind, p, size, stack, mt_now());
+}
+
+static void free_record(unsigned fn, unsigned kind, void *p)
 {
 	uint64_t now = mt_now_before();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
@@ -38,7 +59,19 @@ void mt_rec_free(unsigned fn, void *p)
 	q = mt_put_time(rec + 2, now);
 	*q++ = (uint8_t)fn;
 	q = mt_put_addr(q, (uintptr_t)p);
+	if (MT_UNLIKELY(kind != mt_fn_kind(fn)))
+		q = mt_put_varint(q, kind);
 	mt_commit_small(rec, MT_REC_FREE, q);
+}
+
+void mt_rec_free(unsigned fn, void *p)
+{
+	free_record(fn, mt_fn_kind(fn), p);
+}
+
+void mt_rec_free_kind(unsigned fn, unsigned kind, void *p)
+{
+	free_record(fn, kind, p);
 }
 
 void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size_t size)
@@ -60,10 +93,10 @@ void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size_t size)
 	mt_commit_small(rec, MT_REC_REALLOC, q);
 }
 
-void mt_rec_fail(unsigned fn, size_t size, int err)
+/* A CUDA failure adds its kind and the device's free and total bytes. */
+static void fail_record(unsigned fn, unsigned kind, uint64_t size, int err, uint64_t device_free,
+                        uint64_t device_total, uint32_t stack, uint64_t now)
 {
-	uint64_t now = mt_now();
-	uint32_t stack = mt_stack_current();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 
@@ -73,8 +106,34 @@ void mt_rec_fail(unsigned fn, size_t size, int err)
 	*q++ = (uint8_t)fn;
 	q = mt_put_varint(q, size);
 	q = mt_put_varint(q, stack);
-	q = mt_put_varint(q, (uint64_t)err);
+	q = mt_put_varint(q, (uint64_t)(uint32_t)err);
+	if (kind != mt_fn_kind(fn)) {
+		q = mt_put_varint(q, kind);
+		q = mt_put_varint(q, device_free);
+		q = mt_put_varint(q, device_total);
+	}
 	mt_commit_small(rec, MT_REC_FAIL, q);
+}
+
+void mt_rec_fail(unsigned fn, size_t size, int err)
+{
+	uint64_t now = mt_now();
+
+	fail_record(fn, mt_fn_kind(fn), size, err, 0, 0, mt_stack_current(), now);
+}
+
+void mt_rec_fail_kind(unsigned fn, unsigned kind, uint64_t size, int err, uint64_t device_free,
+                      uint64_t device_total)
+{
+	uint64_t now = mt_now();
+
+	fail_record(fn, kind, size, err, device_free, device_total, mt_stack_current(), now);
+}
+
+void mt_rec_fail_stack(unsigned fn, unsigned kind, uint64_t size, int err, uint64_t device_free,
+                       uint64_t device_total, uint32_t stack)
+{
+	fail_record(fn, kind, size, err, device_free, device_total, stack, mt_now());
 }
 
 void mt_rec_mmap(unsigned fn, void *p, size_t len, int prot, int flags)

@@ -21,28 +21,6 @@
 
 #include "mt.h"
 
-/* Enters memtrace for one event, or says the call is to pass through. */
-static inline __attribute__((always_inline)) bool enter(void)
-{
-	if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON)) {
-		if (mt_self.guard || atomic_load(&mt_state) != MT_OFF_YET)
-			return false;
-		mt_init();
-		if (atomic_load(&mt_state) != MT_ON)
-			return false;
-	}
-	if (mt_self.guard)
-		return false;
-	mt_self.guard = true;
-	return true;
-}
-
-static inline void leave(int err)
-{
-	mt_self.guard = false;
-	errno = err;
-}
-
 static size_t product(size_t a, size_t b)
 {
 	size_t r;
@@ -64,7 +42,7 @@ MT_EXPORT void *malloc(size_t size)
 		if (!mt_real.malloc)
 			return mt_bootstrap_alloc(size);
 	}
-	if (!enter())
+	if (!mt_enter())
 		return mt_real.malloc(size);
 	MT_MARK_CALLER();
 	p = mt_real.malloc(size);
@@ -73,7 +51,7 @@ MT_EXPORT void *malloc(size_t size)
 		mt_rec_alloc(MT_FN_MALLOC, p, size);
 	else
 		mt_rec_fail(MT_FN_MALLOC, size, err);
-	leave(err);
+	mt_leave(err);
 	return p;
 }
 
@@ -83,14 +61,14 @@ MT_EXPORT void free(void *p)
 		return;
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
-	if (!enter()) {
+	if (!mt_enter()) {
 		mt_real.free(p);
 		return;
 	}
 	int err = errno;
 	mt_rec_free(MT_FN_FREE, p);
 	mt_real.free(p);
-	leave(err);
+	mt_leave(err);
 }
 
 MT_EXPORT void *calloc(size_t n, size_t size)
@@ -102,7 +80,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		if (!mt_real.calloc)
 			return mt_bootstrap_alloc(product(n, size));
 	}
-	if (!enter())
+	if (!mt_enter())
 		return mt_real.calloc(n, size);
 	MT_MARK_CALLER();
 	p = mt_real.calloc(n, size);
@@ -111,7 +89,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		mt_rec_alloc(MT_FN_CALLOC, p, n * size);
 	else
 		mt_rec_fail(MT_FN_CALLOC, product(n, size), err);
-	leave(err);
+	mt_leave(err);
 	return p;
 }
 
@@ -136,7 +114,7 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 		return total == SIZE_MAX ? NULL : from_bootstrap(old, total);
 	if (MT_UNLIKELY(!mt_real.realloc))
 		mt_real_resolve();
-	if (!enter())
+	if (!mt_enter())
 		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 		                                : mt_real.realloc(old, size);
 	MT_MARK_CALLER();
@@ -148,7 +126,7 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 		mt_rec_realloc(fn, t0, old, p, total);
 	else
 		mt_rec_fail(fn, total, err);
-	leave(err);
+	mt_leave(err);
 	return p;
 }
 
@@ -168,7 +146,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 	if (MT_UNLIKELY(!mt_real.posix_memalign))
 		mt_real_resolve();
-	if (!enter())
+	if (!mt_enter())
 		return mt_real.posix_memalign(out, align, size);
 	MT_MARK_CALLER();
 	r = mt_real.posix_memalign(out, align, size);
@@ -177,7 +155,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
 	else
 		mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
-	leave(err);
+	mt_leave(err);
 	return r;
 }
 
@@ -189,7 +167,7 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 {
 	void *p;
 
-	if (!enter())
+	if (!mt_enter())
 		return real(align, size);
 	MT_MARK_CALLER();
 	p = real(align, size);
@@ -198,7 +176,7 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 		mt_rec_alloc(fn, p, recorded);
 	else
 		mt_rec_fail(fn, recorded, err);
-	leave(err);
+	mt_leave(err);
 	return p;
 }
 
@@ -260,7 +238,7 @@ mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, siz
 
 	if (MT_UNLIKELY(!real))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	if (!(flags & MAP_ANONYMOUS) || !mt_config.trace_mmap || !enter())
+	if (!(flags & MAP_ANONYMOUS) || !mt_config.trace_mmap || !mt_enter())
 		return real(addr, len, prot, flags, fd, off);
 	MT_MARK_CALLER();
 	p = real(addr, len, prot, flags, fd, off);
@@ -269,7 +247,7 @@ mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, siz
 		mt_rec_mmap(MT_FN_MMAP, p, len, prot, flags);
 	else
 		mt_rec_fail(MT_FN_MMAP, len, err);
-	leave(err);
+	mt_leave(err);
 	return p;
 }
 
@@ -287,13 +265,13 @@ MT_EXPORT int munmap(void *addr, size_t len)
 {
 	if (MT_UNLIKELY(!mt_real.munmap))
 		return (int)syscall(SYS_munmap, addr, len);
-	if (!mt_config.trace_mmap || !enter())
+	if (!mt_config.trace_mmap || !mt_enter())
 		return mt_real.munmap(addr, len);
 	int err = errno;
 	mt_rec_munmap(addr, len);
 	int r = mt_real.munmap(addr, len);
 	err = r < 0 ? errno : err;
-	leave(err);
+	mt_leave(err);
 	return r;
 }
 
@@ -310,7 +288,7 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	}
 	if (MT_UNLIKELY(!mt_real.mremap))
 		return (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
-	if (!mt_config.trace_mmap || !enter())
+	if (!mt_config.trace_mmap || !mt_enter())
 		return mt_real.mremap(old, old_len, len, flags, want);
 	MT_MARK_CALLER();
 	t0 = mt_now_before();
@@ -318,6 +296,6 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	int err = errno;
 	if (p != MAP_FAILED)
 		mt_rec_mremap(t0, old, old_len, p, len);
-	leave(err);
+	mt_leave(err);
 	return p;
 }

@@ -14,6 +14,7 @@
 #ifndef MT_PRELOAD_H
 #define MT_PRELOAD_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -319,11 +320,41 @@ MT_HIDDEN void mt_process_exit_record(unsigned how, int status);
 MT_HIDDEN void mt_sampler_start(void);
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 
+/* Enters memtrace for one event, or says the call is to pass through. */
+static inline __attribute__((always_inline)) bool mt_enter(void)
+{
+	if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON)) {
+		if (mt_self.guard || atomic_load(&mt_state) != MT_OFF_YET)
+			return false;
+		mt_init();
+		if (atomic_load(&mt_state) != MT_ON)
+			return false;
+	}
+	if (mt_self.guard)
+		return false;
+	mt_self.guard = true;
+	return true;
+}
+
+static inline void mt_leave(int err)
+{
+	mt_self.guard = false;
+	errno = err;
+}
+
 /* events.c: record writers used by the interposed functions (hot path). */
 MT_HIDDEN void mt_rec_alloc(unsigned fn, void *p, size_t size);
 MT_HIDDEN void mt_rec_free(unsigned fn, void *p);
 MT_HIDDEN void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size_t size);
 MT_HIDDEN void mt_rec_fail(unsigned fn, size_t size, int err);
+/* The same for events of an explicit memory kind (CUDA); _stack: a stack taken earlier. */
+MT_HIDDEN void mt_rec_alloc_kind(unsigned fn, unsigned kind, void *p, uint64_t size);
+MT_HIDDEN void mt_rec_alloc_stack(unsigned fn, unsigned kind, void *p, uint64_t size, uint32_t stack);
+MT_HIDDEN void mt_rec_free_kind(unsigned fn, unsigned kind, void *p);
+MT_HIDDEN void mt_rec_fail_kind(unsigned fn, unsigned kind, uint64_t size, int err,
+                                uint64_t device_free, uint64_t device_total);
+MT_HIDDEN void mt_rec_fail_stack(unsigned fn, unsigned kind, uint64_t size, int err,
+                                 uint64_t device_free, uint64_t device_total, uint32_t stack);
 MT_HIDDEN void mt_rec_mmap(unsigned fn, void *p, size_t len, int prot, int flags);
 MT_HIDDEN void mt_rec_munmap(void *p, size_t len);
 MT_HIDDEN void mt_rec_mremap(uint64_t t0, void *old, size_t old_len, void *p, size_t len);
