@@ -32,10 +32,19 @@ struct candidate {
 	uint64_t size;
 };
 
+/* A thread's last allocation of each kind: a temporary if freed before its next one. */
 struct thread_state {
 	uint64_t addr[MT_KIND_COUNT];
 	bool pending[MT_KIND_COUNT];
+	struct candidate cand[MT_KIND_COUNT];
 };
+
+/*
+ * With few threads a free finds its candidate by looking at each thread's;
+ * with more, through the candidates maps (kept from the moment the count
+ * passes this).
+ */
+#define SCAN_THREADS 8
 
 struct mt_analysis_run {
 	struct mt_analysis *a;
@@ -168,6 +177,24 @@ static int begin_instance(struct mt_analysis_run *run, const struct mt_instance 
 	return 0;
 }
 
+/* From now on frees find candidates through the maps: put the pending ones there. */
+static int fill_maps(struct mt_analysis_run *run)
+{
+	for (uint32_t t = 0; t < run->nthreads; t++) {
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			struct candidate *c;
+			bool created;
+			if (!run->threads[t].pending[k])
+				continue;
+			c = mt_map_put(&run->candidates[k], run->threads[t].addr[k], &created);
+			if (!c)
+				return -ENOMEM;
+			*c = run->threads[t].cand[k];
+		}
+	}
+	return 0;
+}
+
 static int thread_of(struct mt_analysis_run *run, const struct mt_chunk *chunk, uint32_t *out)
 {
 	uint32_t *idx;
@@ -193,6 +220,8 @@ static int thread_of(struct mt_analysis_run *run, const struct mt_chunk *chunk, 
 		}
 		memset(&run->threads[run->nthreads], 0, sizeof(struct thread_state));
 		*idx = run->nthreads++;
+		if (run->nthreads == SCAN_THREADS + 1 && fill_maps(run) < 0)
+			return -ENOMEM;
 	}
 	run->last_chunk = chunk;
 	run->last_thread = *idx;
@@ -205,6 +234,11 @@ static unsigned bucket_of(uint64_t size)
 	return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
 }
 
+static bool use_maps(const struct mt_analysis_run *run)
+{
+	return run->nthreads > SCAN_THREADS;
+}
+
 /* An allocation of thread t: its previous candidate of the kind is no longer one. */
 static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
 		      uint64_t size, uint64_t stack)
@@ -214,46 +248,60 @@ static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, u
 	bool created;
 
 	run->res->kind[k].histogram[bucket_of(size)]++;
-	if (th->pending[k]) {
+	if (th->pending[k] && use_maps(run)) {
 		c = mt_map_get(&run->candidates[k], th->addr[k]);
 		if (c && c->thread == t)
 			mt_map_del(&run->candidates[k], th->addr[k]);
-		th->pending[k] = false;
 	}
+	th->pending[k] = false;
 	if (!addr)
 		return 0;
-	c = mt_map_put(&run->candidates[k], addr, &created);
-	if (!c)
-		return -ENOMEM;
-	c->thread = t;
-	c->stack = (uint32_t)stack;
-	c->size = size;
+	th->cand[k] = (struct candidate){t, (uint32_t)stack, size};
 	th->addr[k] = addr;
 	th->pending[k] = true;
+	if (use_maps(run)) {
+		c = mt_map_put(&run->candidates[k], addr, &created);
+		if (!c)
+			return -ENOMEM;
+		*c = th->cand[k];
+	}
 	return 0;
+}
+
+/* The thread whose candidate of kind k is addr, or -1. */
+static int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
+{
+	const struct candidate *c;
+
+	if (!use_maps(run)) {
+		for (uint32_t t = 0; t < run->nthreads; t++)
+			if (run->threads[t].pending[k] && run->threads[t].addr[k] == addr)
+				return (int)t;
+		return -1;
+	}
+	c = mt_map_get(&run->candidates[k], addr);
+	return c ? (int)c->thread : -1;
 }
 
 /* A free of addr: a temporary allocation if it is some thread's candidate. */
 static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
 {
-	struct candidate *c;
+	struct thread_state *th;
 	uint64_t *count;
 	bool created;
-	uint32_t stack;
+	int t = candidate_of(run, k, addr);
 
-	if (!run->candidates[k].count)
+	if (t < 0)
 		return 0;
-	c = mt_map_get(&run->candidates[k], addr);
-	if (!c)
-		return 0;
+	th = &run->threads[t];
 	/* a munmap that leaves part of the mapping does not free the block */
-	if (k == MT_KIND_MMAP && len < c->size)
+	if (k == MT_KIND_MMAP && len < th->cand[k].size)
 		return 0;
-	stack = c->stack;
-	run->threads[c->thread].pending[k] = false;
-	mt_map_del(&run->candidates[k], addr);
+	th->pending[k] = false;
+	if (use_maps(run))
+		mt_map_del(&run->candidates[k], addr);
 	run->res->kind[k].temporary++;
-	count = mt_map_put(&run->temp_by_stack[k], stack, &created);
+	count = mt_map_put(&run->temp_by_stack[k], th->cand[k].stack, &created);
 	if (!count)
 		return -ENOMEM;
 	++*count;
@@ -377,10 +425,9 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 		/* a mapping resized is neither freed nor new: no longer a candidate */
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
-		if (run->threads[t].pending[MT_KIND_MMAP]) {
+		if (run->threads[t].pending[MT_KIND_MMAP] && use_maps(run))
 			mt_map_del(&run->candidates[MT_KIND_MMAP], run->threads[t].addr[MT_KIND_MMAP]);
-			run->threads[t].pending[MT_KIND_MMAP] = false;
-		}
+		run->threads[t].pending[MT_KIND_MMAP] = false;
 		return 0;
 	case MT_REC_FAIL:
 		return note_fail(run, in, rec);

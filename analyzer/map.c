@@ -96,6 +96,11 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
 
 bool mt_map_del(struct mt_map *m, uint64_t key)
 {
+	return mt_map_take(m, key, NULL);
+}
+
+bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
+{
 	size_t mask = m->cap - 1, i, j;
 
 	if (!m->cap)
@@ -106,6 +111,8 @@ bool mt_map_del(struct mt_map *m, uint64_t key)
 		if (m->keys[i] == key)
 			break;
 	}
+	if (out)
+		memcpy(out, m->vals + i * m->vsize, m->vsize);
 	/* Backward shift: pull later entries of the probe run into the hole if their home allows. */
 	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
 		size_t home = slot_of(m, m->keys[j]);

@@ -30,6 +30,8 @@ void *mt_map_get(const struct mt_map *m, uint64_t key);
 void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
 /* Removes key; false when it was not there. */
 bool mt_map_del(struct mt_map *m, uint64_t key);
+/* Removes key and copies its value to out (vsize bytes) in one probe; false when absent. */
+bool mt_map_take(struct mt_map *m, uint64_t key, void *out);
 /* Iteration: for (size_t i = 0; mt_map_next(m, &i, &key, &val);) */
 bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val);
 /* A deep copy of src into dst (dst uninitialised); -ENOMEM. */

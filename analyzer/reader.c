@@ -327,12 +327,32 @@ static uint64_t u_slow(struct dec *d)
 	return v;
 }
 
-/* Most fields are one byte: that case is a compare and a load. */
+/*
+ * Most fields are one to three bytes: those are decoded here without a
+ * loop; the rest, and anything near the end of the payload, by u_slow.
+ */
 static inline uint64_t u(struct dec *d)
 {
-	if (__builtin_expect(d->p < d->end && *d->p < 0x80, 1)) {
-		d->field++;
-		return *d->p++;
+	const uint8_t *p = d->p;
+
+	if (__builtin_expect(d->end - p >= 3, 1)) {
+		uint64_t v = p[0];
+		if (v < 0x80) {
+			d->p = p + 1;
+			d->field++;
+			return v;
+		}
+		v = (v & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7;
+		if (p[1] < 0x80) {
+			d->p = p + 2;
+			d->field++;
+			return v;
+		}
+		if (p[2] < 0x80) {
+			d->p = p + 3;
+			d->field++;
+			return v | (uint64_t)p[2] << 14;
+		}
 	}
 	return u_slow(d);
 }
@@ -359,7 +379,7 @@ static struct mt_bytes bytes(struct dec *d, uint32_t max)
 	return b;
 }
 
-static void time_field(struct dec *d, struct mt_cursor *c)
+static inline void time_field(struct dec *d, struct mt_cursor *c)
 {
 	int64_t dt = z(d);
 
@@ -367,7 +387,7 @@ static void time_field(struct dec *d, struct mt_cursor *c)
 		c->time += (uint64_t)dt;
 }
 
-static uint64_t addr_field(struct dec *d, struct mt_cursor *c)
+static inline uint64_t addr_field(struct dec *d, struct mt_cursor *c)
 {
 	int64_t da = z(d);
 

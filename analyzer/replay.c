@@ -661,15 +661,12 @@ uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
-	struct host_block *b = mt_map_get(&l->host, addr);
 	struct host_block copy;
 
-	*found = b != NULL;
-	if (!b)
+	*found = mt_map_take(&l->host, addr, &copy);
+	if (!*found)
 		return 0;
-	copy = *b;
 	l->removed_kind = copy.kind;
-	mt_map_del(&l->host, addr);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
 		      -(int64_t)copy.size, -1, false, 0);
 }
@@ -678,16 +675,19 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		    uint64_t stack, enum mt_kind kind)
 {
 	struct host_block *b;
-	bool found, created;
+	bool created;
 	int ret;
 
-	/* an address handed out twice means its free was lost: the old block is gone */
-	ret = host_remove(in, l, addr, &found);
-	if (ret < 0)
-		return ret;
 	b = mt_map_put(&l->host, addr, &created);
 	if (!b)
 		return -ENOMEM;
+	if (!created) {
+		/* an address handed out twice means its free was lost: the old block is gone */
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, -(int64_t)b->size,
+			     -1, false, 0);
+		if (ret < 0)
+			return ret;
+	}
 	b->size = size;
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
