@@ -27,10 +27,14 @@
 #include "commands.h"
 
 #define PRELOAD_NAME "libmemtrace.so"
+#define CUPTI_NAME "libmemtrace-cupti.so" /* built only with the CUDA toolkit */
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace run [-o FILE] [--depth N] [--interval MS] [--no-mmap] -- PROGRAM [ARGS...]\n", f);
+	fputs("usage: memtrace run [-o FILE] [--depth N] [--interval MS] [--no-mmap] [--no-cuda]\n"
+	      "                    -- PROGRAM [ARGS...]\n"
+	      "  --no-cuda  do not load libmemtrace-cupti.so into CUDA programs (by default it is,\n"
+	      "             through CUDA_INJECTION64_PATH, when it was built)\n", f);
 }
 
 /* The directory of the running memtrace executable, into dir. */
@@ -49,14 +53,17 @@ static int self_dir(char *dir, size_t size)
 	return 0;
 }
 
-/* Build tree first (analyzer/memtrace next to preload/), then the installed places. */
-static int find_preload(char *out, size_t size)
+/*
+ * One of memtrace's libraries: the build tree first (analyzer/memtrace next
+ * to preload/ and cupti/), then the installed places.
+ */
+static int find_library(const char *build_dir, const char *name, char *out, size_t size)
 {
 	char dir[PATH_MAX];
-	const char *candidates[3][2] = {
-		{ dir, "/../preload/" PRELOAD_NAME },
-		{ dir, "/" MT_PRELOAD_FROM_BINDIR "/" PRELOAD_NAME },
-		{ "", MT_PRELOAD_INSTALL_DIR "/" PRELOAD_NAME },
+	const char *candidates[3][3] = {
+		{ dir, build_dir, name },
+		{ dir, "/" MT_PRELOAD_FROM_BINDIR "/", name },
+		{ "", MT_PRELOAD_INSTALL_DIR "/", name },
 	};
 
 	if (self_dir(dir, sizeof(dir)) < 0)
@@ -64,7 +71,8 @@ static int find_preload(char *out, size_t size)
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		if (candidates[i][0] == dir && !dir[0])
 			continue;
-		if ((size_t)snprintf(out, size, "%s%s", candidates[i][0], candidates[i][1]) >= size)
+		if ((size_t)snprintf(out, size, "%s%s%s", candidates[i][0], candidates[i][1],
+				     candidates[i][2]) >= size)
 			continue;
 		if (access(out, R_OK) == 0) {
 			char *real = realpath(out, NULL);
@@ -109,9 +117,9 @@ static void expand(const char *pattern, pid_t pid, char *out, size_t size)
 int mt_cmd_run(int argc, char **argv)
 {
 	const char *output = "trace.bin", *depth = NULL, *interval = NULL;
-	char preload[PATH_MAX], file[PATH_MAX], *ld = NULL;
+	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], *ld = NULL;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
-	bool no_mmap = false, existed = false;
+	bool no_mmap = false, no_cuda = false, existed = false;
 	int i, status, pipefd[2], child_errno = 0;
 	struct stat st;
 	pid_t pid;
@@ -129,6 +137,8 @@ int mt_cmd_run(int argc, char **argv)
 			return MT_EXIT_OK;
 		} else if (!strcmp(a, "--no-mmap")) {
 			no_mmap = true;
+		} else if (!strcmp(a, "--no-cuda")) {
+			no_cuda = true;
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
 			output = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
@@ -159,7 +169,9 @@ int mt_cmd_run(int argc, char **argv)
 		fprintf(stderr, "memtrace run: the output file name is empty\n");
 		return MT_EXIT_USAGE;
 	}
-	if (find_preload(preload, sizeof(preload)) < 0) {
+	if (no_cuda || find_library("/../cupti/", CUPTI_NAME, cupti, sizeof(cupti)) < 0)
+		cupti[0] = 0;
+	if (find_library("/../preload/", PRELOAD_NAME, preload, sizeof(preload)) < 0) {
 		fprintf(stderr, "memtrace: cannot find %s next to this memtrace or in %s\n", PRELOAD_NAME,
 			MT_PRELOAD_INSTALL_DIR);
 		return MT_EXIT_USAGE;
@@ -202,6 +214,9 @@ int mt_cmd_run(int argc, char **argv)
 			setenv("MEMTRACE_INTERVAL_MS", interval, 1);
 		if (no_mmap)
 			setenv("MEMTRACE_MMAP", "0", 1);
+		/* the CUDA driver loads it: it sees allocations LD_PRELOAD cannot (static cudart) */
+		if (cupti[0])
+			setenv("CUDA_INJECTION64_PATH", cupti, 0);
 		/* a trace of a trace would be joined to the outer one: start afresh */
 		unsetenv("MEMTRACE_TREE");
 		execvp(argv[i], argv + i);
