@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fuzz target of the reader and the replay: whatever the bytes, opening
+ * them as a trace, walking every chunk and record, and replaying every
+ * instance must not crash, hang, leak, or read outside the input. The
+ * analyzer meets files cut by a kill, a full disk, or plain corruption, and
+ * it may only answer with a negative errno and an offset.
+ *
+ * Every field the reader or the replay hands out is read and folded into a
+ * sink, so that ASan checks each pointer and length it returns and UBSan
+ * each value a report would compute with (mt_clock_ns() included).
+ *
+ * Built by build-fuzzer with libFuzzer, and by meson with fuzz-main.c,
+ * which runs the committed corpus and crashes as the 'fuzz' suite.
+ *
+ * May not: print, keep state between inputs, or depend on anything but the
+ * input (libFuzzer needs a deterministic target).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "reader.h"
+#include "replay.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* What every read lands in; volatile so the compiler cannot drop the reads. */
+static volatile uint64_t sink;
+
+static void mix(uint64_t *h, uint64_t v)
+{
+	*h = (*h ^ v) * 0x100000001b3ull;
+}
+
+static void mix_bytes(uint64_t *h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		mix(h, p[i]);
+}
+
+static void mix_str(uint64_t *h, const char *s)
+{
+	if (s)
+		mix_bytes(h, (const uint8_t *)s, strlen(s));
+}
+
+static void mix_error(uint64_t *h, const struct mt_error *err)
+{
+	mix(h, err->offset);
+	/* the message must be a terminated string whatever went wrong */
+	mix(h, strnlen(err->message, sizeof(err->message)) < sizeof(err->message));
+}
+
+static void mix_record(uint64_t *h, const struct mt_record *rec)
+{
+	mix(h, rec->type);
+	mix(h, rec->offset);
+	mix(h, rec->length);
+	mix(h, rec->time);
+	mix(h, rec->chunk->index ^ rec->chunk->instance ^ rec->chunk->tid);
+	mix_str(h, mt_record_name(rec->type));
+	mix(h, mt_record_is_event(rec->type));
+	switch (rec->type) {
+	case MT_REC_PROCESS:
+		mix(h, rec->u.process.pid ^ rec->u.process.ppid ^ rec->u.process.origin);
+		mix(h, rec->u.process.parent_instance ^ rec->u.process.realtime ^ rec->u.process.depth);
+		mix_bytes(h, rec->u.process.exe.data, rec->u.process.exe.len);
+		mix_bytes(h, rec->u.process.cmdline.data, rec->u.process.cmdline.len);
+		break;
+	case MT_REC_MODULE:
+		mix(h, rec->u.module.base);
+		mix_bytes(h, rec->u.module.path.data, rec->u.module.path.len);
+		mix_bytes(h, rec->u.module.build_id.data, rec->u.module.build_id.len);
+		mix(h, rec->u.module.nseg);
+		for (uint32_t i = 0; i < rec->u.module.nseg; i++)
+			mix(h, rec->u.module.seg[i].vaddr ^ rec->u.module.seg[i].memsz ^
+				       rec->u.module.seg[i].flags);
+		break;
+	case MT_REC_MODULE_GONE:
+		mix(h, rec->u.module_gone.base ^ rec->u.module_gone.gen);
+		break;
+	case MT_REC_STACK:
+		mix(h, rec->u.stack.id ^ rec->u.stack.gen);
+		for (uint32_t i = 0; i < rec->u.stack.n; i++)
+			mix(h, rec->u.stack.frames[i]);
+		break;
+	case MT_REC_ALLOC:
+		mix_str(h, mt_fn_name(rec->u.alloc.fn));
+		mix(h, rec->u.alloc.addr ^ rec->u.alloc.size ^ rec->u.alloc.stack);
+		break;
+	case MT_REC_FREE:
+		mix_str(h, mt_fn_name(rec->u.free.fn));
+		mix(h, rec->u.free.addr);
+		break;
+	case MT_REC_REALLOC:
+		mix_str(h, mt_fn_name(rec->u.realloc.fn));
+		mix(h, rec->u.realloc.t0 ^ rec->u.realloc.old ^ rec->u.realloc.addr);
+		mix(h, rec->u.realloc.size ^ rec->u.realloc.stack);
+		break;
+	case MT_REC_FAIL:
+		mix_str(h, mt_fn_name(rec->u.fail.fn));
+		mix(h, rec->u.fail.size ^ rec->u.fail.stack ^ rec->u.fail.err);
+		break;
+	case MT_REC_MMAP:
+		mix_str(h, mt_fn_name(rec->u.mmap.fn));
+		mix(h, rec->u.mmap.addr ^ rec->u.mmap.len ^ rec->u.mmap.prot);
+		mix(h, rec->u.mmap.flags ^ rec->u.mmap.stack);
+		break;
+	case MT_REC_MUNMAP:
+		mix(h, rec->u.munmap.addr ^ rec->u.munmap.len);
+		break;
+	case MT_REC_MREMAP:
+		mix(h, rec->u.mremap.t0 ^ rec->u.mremap.old ^ rec->u.mremap.old_len);
+		mix(h, rec->u.mremap.addr ^ rec->u.mremap.len ^ rec->u.mremap.stack);
+		break;
+	case MT_REC_SAMPLE:
+		mix(h, rec->u.sample.ns ^ rec->u.sample.n);
+		for (int i = 0; i < MT_SAMPLE_FIELD_COUNT; i++)
+			mix(h, rec->u.sample.values[i]);
+		break;
+	case MT_REC_EXIT:
+		mix(h, rec->u.exit.how ^ rec->u.exit.status ^ rec->u.exit.ns);
+		break;
+	case MT_REC_LOST:
+		mix(h, rec->u.lost.reason ^ rec->u.lost.count);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The reader alone, as `memtrace dump` uses it: every chunk, every record, fully decoded. */
+static void walk_chunks(const struct mt_trace *t, uint64_t *h)
+{
+	uint64_t slots = mt_reader_chunk_slots(t);
+	struct mt_record rec;
+	struct mt_error err;
+
+	for (uint64_t i = 0; i < slots; i++) {
+		struct mt_cursor c;
+		int r;
+
+		memset(&err, 0, sizeof(err));
+		r = mt_cursor_init(&c, t, i, &err);
+		mix(h, (uint64_t)r);
+		if (r < 0)
+			mix_error(h, &err);
+		if (r <= 0)
+			continue;
+		mix(h, c.chunk.pid ^ c.chunk.base_ticks ^ c.chunk.base_ns);
+		while ((r = mt_cursor_next(&c, &rec, &err)) > 0)
+			mix_record(h, &rec);
+		if (r < 0)
+			mix_error(h, &err);
+	}
+	/* one past the last slot is an error, never a read */
+	if (mt_reader_chunk(t, slots, &(struct mt_chunk){ 0 }, &err) >= 0)
+		__builtin_trap();
+}
+
+struct ctx {
+	uint64_t h;
+	struct mt_replay *r;
+	const struct mt_instance *in;
+};
+
+static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
+{
+	const uint64_t *frames;
+	uint32_t n, gen;
+
+	if (mt_replay_stack(x->r, instance, id, &frames, &n, &gen) < 0)
+		return;
+	mix(&x->h, gen);
+	for (uint32_t i = 0; i < n; i++)
+		mix(&x->h, frames[i]);
+}
+
+static int on_record(void *vctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	struct ctx *x = vctx;
+
+	mix(&x->h, in->id);
+	mix_record(&x->h, rec);
+	mix(&x->h, mt_clock_ns(mt_replay_clock(x->r), rec->time));
+	return 0;
+}
+
+static int on_block(void *vctx, const struct mt_block *b)
+{
+	struct ctx *x = vctx;
+
+	mix(&x->h, b->addr ^ b->size ^ b->kind);
+	mix_stack(x, b->stack_instance, b->stack);
+	return 0;
+}
+
+static int on_stack(void *vctx, const struct mt_stack_stats *s)
+{
+	struct ctx *x = vctx;
+
+	mix(&x->h, s->kind ^ s->allocations ^ s->bytes_allocated ^ s->live_bytes);
+	mix(&x->h, s->live_blocks ^ s->peak_bytes ^ s->peak_blocks);
+	mix_stack(x, s->stack_instance, s->stack);
+	return 0;
+}
+
+static void mix_instance(struct ctx *x, const struct mt_instance *in)
+{
+	const struct mt_clock_fit *fit = mt_replay_clock(x->r);
+
+	mix(&x->h, in->id ^ in->have_process ^ in->process_offset ^ in->pid ^ in->ppid);
+	mix(&x->h, in->origin ^ in->parent_instance ^ in->depth ^ in->realtime);
+	mix(&x->h, mt_clock_ns(fit, in->start_time) ^ mt_clock_ns(fit, in->end_time));
+	mix_str(&x->h, in->exe);
+	mix_str(&x->h, in->cmdline);
+	mix(&x->h, in->end ^ in->exit_how ^ in->exit_status);
+	mix(&x->h, in->records ^ in->events ^ in->chunks ^ in->threads);
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		const struct mt_kind_stats *s = &in->kind[k];
+		mix(&x->h, s->allocations ^ s->frees ^ s->bytes_allocated ^ s->live_bytes);
+		mix(&x->h, s->live_blocks ^ s->peak_bytes ^ s->peak_blocks);
+		mix(&x->h, mt_clock_ns(fit, s->peak_time));
+		mix(&x->h, s->failed ^ s->unknown_frees ^ s->inherited_bytes ^ s->inherited_blocks);
+	}
+	mix(&x->h, in->sample_count ^ mt_clock_ns(fit, in->sample_time));
+	for (int i = 0; i < MT_SAMPLE_FIELD_COUNT; i++)
+		mix(&x->h, in->sample[i]);
+	mix(&x->h, in->lost_stack_events ^ (uint64_t)in->stopped_errno);
+	for (uint32_t i = 0; i < in->nfails; i++) {
+		const struct mt_fail_event *f = &in->fails[i];
+		mix(&x->h, f->time ^ f->offset ^ f->fn ^ f->err ^ f->size);
+		mix_stack(x, in->id, f->stack);
+	}
+	for (uint32_t i = 0; i < in->nmodules; i++) {
+		const struct mt_module *m = &in->modules[i];
+		mix(&x->h, m->time ^ m->base ^ m->gone_time);
+		mix_str(&x->h, m->path);
+		mix_bytes(&x->h, m->build_id, m->build_id_len);
+		for (uint32_t s = 0; s < m->nseg; s++)
+			mix(&x->h, m->seg[s].vaddr ^ m->seg[s].memsz ^ m->seg[s].flags);
+	}
+	mix(&x->h, in->stack_count ^ in->replayed);
+}
+
+static int on_done(void *vctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	struct ctx *x = vctx;
+	int ret;
+
+	mix_instance(x, in);
+	ret = mt_replay_foreach_live(r, in, on_block, x);
+	if (ret)
+		return ret;
+	return mt_replay_foreach_stack(r, in, on_stack, x);
+}
+
+static void replay(const struct mt_trace *t, uint64_t *h)
+{
+	static const struct mt_replay_callbacks cb = { on_record, on_done };
+	struct ctx x = { .h = *h };
+	const struct mt_trace_stats *st;
+	struct mt_error err = { 0 };
+	int r;
+
+	r = mt_replay_open(&x.r, t, &err);
+	mix(&x.h, (uint64_t)r);
+	if (r < 0) {
+		mix_error(&x.h, &err);
+		*h = x.h;
+		return;
+	}
+	st = mt_replay_trace_stats(x.r);
+	mix(&x.h, st->chunks ^ st->unused_chunks ^ st->records ^ st->events ^ st->unknown_records);
+	r = mt_replay_run(x.r, &cb, &x, &err);
+	mix(&x.h, (uint64_t)r);
+	if (r < 0)
+		mix_error(&x.h, &err);
+	/* what a report walks afterwards: every instance, replayed or not, and its stacks */
+	for (uint32_t i = 0; i < mt_replay_instance_count(x.r); i++) {
+		const struct mt_instance *in = mt_replay_instance(x.r, i);
+		if (mt_replay_find_instance(x.r, in->id) != in)
+			__builtin_trap();
+		mix_instance(&x, in);
+		if (in->replayed)
+			mt_replay_foreach_stack(x.r, in, on_stack, &x);
+	}
+	mt_replay_free(x.r);
+	*h = x.h;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mt_trace t;
+	struct mt_error err = { 0 };
+	uint64_t h = 0;
+	int r;
+
+	r = mt_reader_open_memory(&t, data, size, &err);
+	if (r < 0) {
+		mix_error(&h, &err);
+		sink = h;
+		return 0;
+	}
+	mix(&h, t.header.version ^ t.header.chunk_size ^ t.chunk_count ^ t.truncated);
+	walk_chunks(&t, &h);
+	replay(&t, &h);
+	mt_reader_close(&t);
+	sink = h;
+	return 0;
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writes the fuzzer's hand-made seed traces: `make-seeds DIR`. Each seed is
+ * a small valid trace (4096-byte chunks) that reaches one part of the
+ * reader or the replay, so the fuzzer starts from inputs that get past the
+ * header checks and mutates records the replay actually applies: every
+ * record type, realloc and mremap halves across threads, munmap splits,
+ * fork seeding, exec, a claimed but unwritten chunk, a cut file, the TSC
+ * clock, unknown record types and padded lengths.
+ *
+ * The committed corpus (tests/fuzz/corpus) started from these; run this
+ * again only to refresh the seeds (their names are stable: seed-*).
+ *
+ * May not: be installed; it is a test fixture.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "trace-builder.h"
+
+#define CHUNK 4096u
+
+static const char *dir;
+static int failed;
+
+static void save(struct tb *b, const char *name, size_t size)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/seed-%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(b->buf, 1, size, f) != size || fclose(f)) {
+		perror(path);
+		failed = 1;
+	}
+	tb_free_buf(b);
+}
+
+static void module(struct tb *b, uint64_t t, uint64_t base, const char *path)
+{
+	tb_dt(b, t);
+	tb_u(b, base);
+	tb_str(b, path, strlen(path));
+	tb_str(b, "\x12\x34\x56\x78", 4);
+	tb_u(b, 2);
+	tb_u(b, 0);
+	tb_u(b, 0x1000);
+	tb_u(b, 5);
+	tb_u(b, 0x2000);
+	tb_u(b, 0x800);
+	tb_u(b, 6);
+	tb_end(b, MT_REC_MODULE);
+}
+
+static void sample(struct tb *b, uint64_t t, uint64_t ns, unsigned n)
+{
+	tb_dt(b, t);
+	tb_u(b, ns);
+	tb_u(b, n);
+	for (unsigned i = 0; i < n; i++)
+		tb_u(b, 4096 * (i + 1));
+	tb_end(b, MT_REC_SAMPLE);
+}
+
+static void lost(struct tb *b, unsigned reason, uint64_t count)
+{
+	tb_u(b, reason);
+	tb_u(b, count);
+	tb_end(b, MT_REC_LOST);
+}
+
+/* One of every record type in one chunk. */
+static void every_record(void)
+{
+	static const uint64_t frames[] = { 0x401234, 0x401000, 0x7f0000001234, 0x400100 };
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_process(&b, 1001, 100, 1, MT_ORIGIN_ROOT, 0, "/bin/prog", "prog\0-x\0", 8);
+	module(&b, 1002, 0x7f0000000000, "/lib/libc.so.6");
+	tb_stack(&b, 1, 4, frames);
+	tb_alloc(&b, 1003, MT_FN_MALLOC, 0x10000, 100, 1);
+	tb_alloc(&b, 1004, MT_FN_CALLOC, 0x10100, 64, 1);
+	tb_free(&b, 1005, 0x10100);
+	tb_realloc(&b, 1007, 1006, 0x10000, 0x20000, 400, 1);
+	tb_fail(&b, 1008, MT_FN_MALLOC, UINT64_MAX, 1, ENOMEM);
+	tb_mmap(&b, 1009, 0x7f1000000000, 4 * 4096, 1);
+	tb_munmap(&b, 1010, 0x7f1000001000, 100);
+	tb_mremap(&b, 1012, 1011, 0x7f1000002000, 8192, 0x7f2000000000, 16384, 1);
+	sample(&b, 1013, 1013, MT_SAMPLE_FIELD_COUNT + 2);
+	tb_dt(&b, 1014);
+	tb_u(&b, 0x7f0000000000);
+	tb_u(&b, 1);
+	tb_end(&b, MT_REC_MODULE_GONE);
+	lost(&b, MT_LOST_STACK_TABLE_FULL, 3);
+	tb_alloc(&b, 1015, MT_FN_MALLOC, 0x30000, 8, 0);
+	tb_exit(&b, 1016, MT_EXIT_MAIN_RETURN, 0);
+	save(&b, "every-record", b.size);
+}
+
+/* Two threads whose events interleave in time, a realloc's halves between them. */
+static void threads(void)
+{
+	static const uint64_t f1[] = { 0x401000 }, f2[] = { 0x402000, 0x401000 };
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 200, 200, 5000);
+	tb_process(&b, 5000, 200, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/t", "t", 1);
+	tb_stack(&b, 1, 1, f1);
+	tb_alloc(&b, 5010, MT_FN_MALLOC, 0x1000, 32, 1);
+	tb_realloc(&b, 5040, 5020, 0x1000, 0x2000, 64, 2); /* stack 2 comes from the other thread */
+	tb_free(&b, 5060, 0x3000);
+	tb_chunk(&b, 1, 200, 201, 5005);
+	tb_stack(&b, 2, 2, f2);
+	tb_alloc(&b, 5030, MT_FN_MALLOC, 0x3000, 48, 2);
+	tb_free(&b, 5050, 0x2000);
+	tb_alloc(&b, 5070, MT_FN_POSIX_MEMALIGN, 0x4000, 4096, 2);
+	tb_chunk(&b, 1, 200, 200, 6000); /* thread 200's second chunk */
+	tb_alloc(&b, 6010, MT_FN_MALLOC, 0x5000, 1, 1);
+	tb_exit(&b, 6020, MT_EXIT_EXIT, 1);
+	save(&b, "threads", b.size);
+}
+
+/* A root that forks a child mid-way and then execs another program. */
+static void fork_exec(void)
+{
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 100);
+	tb_process(&b, 100, 300, 1, MT_ORIGIN_ROOT, 0, "/bin/sh", "sh\0-c\0x", 8);
+	tb_alloc(&b, 110, MT_FN_MALLOC, 0x1000, 10, 0);
+	tb_mmap(&b, 115, 0x7f0000000000, 8192, 0);
+	tb_alloc(&b, 130, MT_FN_MALLOC, 0x2000, 20, 0);
+	tb_free(&b, 140, 0x1000);
+	tb_chunk(&b, 2, 301, 301, 120);
+	tb_process(&b, 120, 301, 300, MT_ORIGIN_FORK, 1, "/bin/sh", "sh", 2);
+	tb_free(&b, 125, 0x1000);
+	tb_munmap(&b, 126, 0x7f0000000000, 4096);
+	tb_exit(&b, 127, MT_EXIT_UNDERSCORE, 0);
+	tb_chunk(&b, 3, 300, 300, 150);
+	tb_process(&b, 150, 300, 1, MT_ORIGIN_EXEC, 0, "/bin/true", "true", 4);
+	tb_alloc(&b, 160, MT_FN_MALLOC, 0x9000, 5, 0);
+	lost(&b, MT_LOST_DISABLED, ENOSPC);
+	save(&b, "fork-exec", b.size);
+}
+
+/* Anonymous mappings: splits, trims, MAP_FIXED over another, mremap in place and moved. */
+static void mappings(void)
+{
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 400, 400, 10);
+	tb_process(&b, 10, 400, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	tb_mmap(&b, 11, 0x10000000, 10 * 4096, 0);
+	tb_munmap(&b, 12, 0x10000000 + 4 * 4096, 2 * 4096);
+	tb_munmap(&b, 13, 0x10000000, 4096);
+	tb_mmap(&b, 14, 0x10000000 + 8 * 4096, 4 * 4096, 0);
+	tb_mremap(&b, 16, 15, 0x10000000 + 4096, 3 * 4096, 0x10000000 + 4096, 6 * 4096, 0);
+	tb_mremap(&b, 18, 17, 0x20000000, 4096, 0x30000000, 8192, 0); /* not ours */
+	tb_munmap(&b, 19, 0, UINT64_MAX);
+	tb_mmap(&b, 20, UINT64_MAX - 4095, 8192, 0);
+	tb_exit(&b, 21, MT_EXIT_EXIT, 0);
+	save(&b, "mappings", b.size);
+}
+
+/* The TSC clock with SAMPLE and EXIT clock pairs. */
+static void tsc(void)
+{
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	((struct mt_file_header *)b.buf)->clock = MT_CLOCK_TSC;
+	tb_chunk(&b, 1, 500, 500, 3000000000ull);
+	tb_process(&b, 3000000100ull, 500, 1, MT_ORIGIN_ROOT, 0, "/tsc", "tsc", 3);
+	tb_alloc(&b, 3000000200ull, MT_FN_MALLOC, 0x1000, 10, 0);
+	sample(&b, 3030000000ull, 1000000000ull + 10000000ull, MT_SAMPLE_FIELD_COUNT);
+	tb_dt(&b, 3060000000ull);
+	tb_u(&b, MT_EXIT_MAIN_RETURN);
+	tb_u(&b, 0);
+	tb_u(&b, 1000000000ull + 20000000ull);
+	tb_end(&b, MT_REC_EXIT);
+	save(&b, "tsc", b.size);
+}
+
+/* What a reader must take in its stride: unused chunks, unknown types, padded lengths, extra fields. */
+static void odd(void)
+{
+	struct tb b;
+	size_t at;
+
+	tb_init(&b, CHUNK);
+	tb_chunk_magic(&b, 0, 0, 0, 0, 0);
+	tb_chunk(&b, 7, 600, 600, 50);
+	tb_process(&b, 50, 600, 1, MT_ORIGIN_ROOT, 0, "", "", 0);
+	tb_u(&b, 1);
+	tb_u(&b, 2);
+	tb_end(&b, 200); /* an unknown type, skipped */
+	tb_dt(&b, 51);
+	tb_u(&b, MT_FN_MALLOC);
+	tb_addr(&b, 0x1000);
+	tb_u(&b, 10);
+	tb_u(&b, 0);
+	tb_u(&b, 99); /* a field this reader does not know */
+	tb_end(&b, MT_REC_ALLOC);
+	/* a FREE whose length is written in three bytes (padded uleb128) */
+	at = b.pos;
+	b.buf[at] = MT_REC_FREE;
+	b.buf[at + 1] = 0x83;
+	b.buf[at + 2] = 0x80;
+	b.buf[at + 3] = 0x00;
+	b.buf[at + 4] = (uint8_t)mt_zigzag(1);
+	b.buf[at + 5] = MT_FN_FREE;
+	b.buf[at + 6] = 0; /* address delta 0: the block above */
+	b.pos += 7;
+	b.time = 52;
+	tb_alloc(&b, 60, MT_FN_MALLOC, 0, 10, 0); /* malloc returned NULL */
+	tb_free(&b, 61, 0);
+	tb_chunk(&b, 8, 601, 601, 70); /* an instance without a PROCESS record */
+	tb_alloc(&b, 71, MT_FN_MALLOC, 0x1000, 10, 0);
+	save(&b, "odd", b.size);
+}
+
+/* A trace cut inside its last chunk, and one that is only the file header. */
+static void cut(void)
+{
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 700, 700, 1);
+	tb_process(&b, 1, 700, 1, MT_ORIGIN_ROOT, 0, "/c", "c", 1);
+	tb_alloc(&b, 2, MT_FN_MALLOC, 0x1000, 10, 0);
+	tb_alloc(&b, 3, MT_FN_MALLOC, 0x2000, 10, 0);
+	save(&b, "cut", MT_HEADER_SIZE + 60);
+	tb_init(&b, CHUNK);
+	save(&b, "header-only", b.size);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	dir = argv[1];
+	every_record();
+	threads();
+	fork_exec();
+	mappings();
+	tsc();
+	odd();
+	cut();
+	return failed;
+}
