@@ -597,13 +597,20 @@ static bool in_memtrace(const char *module)
 	return !strncmp(base, "libmemtrace.so", 14) || !strncmp(base, "libmemtrace-", 12);
 }
 
-/* The allocator's own frames: C++ operator new and new[], demangled or not. */
-static bool is_allocator(const char *function)
+/*
+ * The allocator's own frames: C++ operator new and new[], demangled or not,
+ * and, for what the CUPTI module saw, CUPTI and the CUDA driver below the
+ * driver call.
+ */
+static bool is_allocator(const struct mt_sym *s)
 {
-	if (!function)
-		return false;
-	return !strncmp(function, "operator new", 12) || !strncmp(function, "_Znw", 4) ||
-	       !strncmp(function, "_Zna", 4);
+	const char *f = s->function, *base = s->module ? strrchr(s->module, '/') : NULL;
+
+	base = base ? base + 1 : s->module;
+	if (base && (!strncmp(base, "libcupti.so", 11) || !strncmp(base, "libcuda.so", 10)))
+		return true;
+	return f && (!strncmp(f, "operator new", 12) || !strncmp(f, "_Znw", 4) ||
+		     !strncmp(f, "_Zna", 4));
 }
 
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
@@ -633,7 +640,7 @@ int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 		for (int j = 0; j < got && count < max; j++) {
 			if (in_memtrace(tmp[j].module))
 				continue;
-			if (leading && is_allocator(tmp[j].function))
+			if (leading && is_allocator(&tmp[j]))
 				continue;
 			leading = false;
 			out[count++] = tmp[j];
