@@ -196,9 +196,24 @@ static void print_stack_line(struct mt_sym *syms, int n, uint64_t bytes, uint64_
 	putchar('\n');
 }
 
+/* A limit for every kind, or for one named kind ("cuda:0=1G"), which then wins. */
+struct limit {
+	uint64_t all, kind[MT_KIND_COUNT];
+	bool have_all, have_kind[MT_KIND_COUNT];
+};
+
+static bool limit_of(const struct limit *l, enum mt_kind k, uint64_t *out)
+{
+	if (l->have_kind[k]) {
+		*out = l->kind[k];
+		return true;
+	}
+	*out = l->all;
+	return l->have_all;
+}
+
 struct gate {
-	uint64_t max_leaked, max_peak;
-	bool have_max_peak;
+	struct limit leaked, peak;
 	struct suppressions sup;
 	struct mt_sym *syms;
 	uint64_t suppressed_bytes, suppressed_blocks;
@@ -238,10 +253,12 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		blocks += r->leaked_blocks;
 		rows[n++] = *r;
 	}
-	if (bytes > g->max_leaked || (!g->max_leaked && blocks)) {
+	uint64_t max_leaked = 0, max_peak = 0;
+	limit_of(&g->leaked, kind, &max_leaked); /* no limit given: 0, as LeakSanitizer */
+	if (bytes > max_leaked || (!max_leaked && blocks)) {
 		g->failures++;
 		mt_cmd_size(b1, sizeof(b1), bytes);
-		mt_cmd_size(b2, sizeof(b2), g->max_leaked);
+		mt_cmd_size(b2, sizeof(b2), max_leaked);
 		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64 " block%s, more than %s\n",
 		       p->in->pid, mt_cmd_command(p->in), mt_kind_name(kind),
 		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
@@ -254,10 +271,10 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		if (n > SHOW_STACKS)
 			printf("  ... %zu more stacks\n", n - SHOW_STACKS);
 	}
-	if (g->have_max_peak && k->stats.peak_bytes > g->max_peak) {
+	if (limit_of(&g->peak, kind, &max_peak) && k->stats.peak_bytes > max_peak) {
 		g->failures++;
 		mt_cmd_size(b1, sizeof(b1), k->stats.peak_bytes);
-		mt_cmd_size(b2, sizeof(b2), g->max_peak);
+		mt_cmd_size(b2, sizeof(b2), max_peak);
 		printf("memtrace check: process %u (%s): %s peak %s, more than %s\n", p->in->pid,
 		       mt_cmd_command(p->in), mt_kind_name(kind), b1, b2);
 		n = 0;
@@ -275,8 +292,11 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
+	fputs("usage: memtrace check [--max-leaked [KIND=]BYTES] [--max-peak [KIND=]BYTES]\n"
+	      "                      [--suppressions FILE] FILE\n"
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
+	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
+	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
 	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read\n", f);
 }
 
@@ -291,16 +311,25 @@ int mt_cmd_check(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		bool leaked = !strcmp(argv[i], "--max-leaked"), peak = !strcmp(argv[i], "--max-peak");
 		if ((leaked || peak) && i + 1 < argc) {
+			struct limit *l = leaked ? &g.leaked : &g.peak;
+			char *arg = argv[++i], *eq = strchr(arg, '=');
+			int kind = -1;
 			uint64_t v;
-			if (parse_size(argv[++i], &v) < 0) {
-				fprintf(stderr, "memtrace check: %s wants bytes (K, M, G suffixes allowed), not %s\n",
-					argv[i - 1], argv[i]);
+			if (eq) {
+				*eq = 0;
+				kind = mt_kind_parse(arg);
+				*eq = '=';
+			}
+			if ((eq && kind < 0) || parse_size(eq ? eq + 1 : arg, &v) < 0) {
+				fprintf(stderr, "memtrace check: %s wants [KIND=]BYTES (K, M, G suffixes; "
+					"KIND host, mmap, cuda-host, cuda-managed, cuda:N), not %s\n",
+					argv[i - 1], arg);
 				goto out;
 			}
-			if (leaked)
-				g.max_leaked = v;
+			if (kind >= 0)
+				l->kind[kind] = v, l->have_kind[kind] = true;
 			else
-				g.max_peak = v, g.have_max_peak = true;
+				l->all = v, l->have_all = true;
 		} else if (!strcmp(argv[i], "--suppressions") && i + 1 < argc) {
 			if (read_suppressions(&g.sup, argv[++i]))
 				goto out;

@@ -186,7 +186,7 @@ out:
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace flamegraph [--metric peak|leaked|allocated|allocations|temporary]\n"
-	      "                           [--kind host|mmap] FILE\n", f);
+	      "                           [--kind host|mmap|cuda-host|cuda-managed|cuda:N] FILE\n", f);
 }
 
 int mt_cmd_flamegraph(int argc, char **argv)

@@ -60,7 +60,22 @@ def test_failed_cudamalloc_diagnosed():
     check("the device had 59.0 MiB free of 64.0 MiB" in text, f"no diagnosis line in:\n{text}")
 
 
+def test_check_gate_per_device():
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    check(run_traced([program("gpu-alloc")], trace, extra=STANDIN).returncode == 0, "traced run failed")
+    limits = ["--max-leaked", "64K", "--max-leaked", "cuda:1=4608K", "--max-leaked", "cuda-host=72K",
+              "--max-leaked", "cuda-managed=1M"]
+    ok = run([BIN, "check", *limits, "--max-leaked", "cuda:0=4M", trace])
+    check(ok.returncode == 0, f"check with cuda:0=4M: {ok.returncode} {ok.stdout!r}")
+    bad = run([BIN, "check", *limits, "--max-leaked", "cuda:0=4095K", trace])
+    check(bad.returncode == 1 and b"cuda:0 leaked 4.00 MiB in 2 blocks" in bad.stdout,
+          f"check with cuda:0=4095K: {bad.returncode} {bad.stdout!r}")
+    shutil.rmtree(d)
+
+
 main({
+    "check_gate_per_device": test_check_gate_per_device,
     "devices_managed_and_pinned_apart": test_devices_managed_and_pinned_apart,
     "failed_cudamalloc_diagnosed": test_failed_cudamalloc_diagnosed,
 })
