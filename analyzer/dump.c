@@ -222,6 +222,10 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 			: rec->u.lost.reason == MT_LOST_DISABLED ? "tracing-stopped" : "unknown",
 			rec->u.lost.count);
 		break;
+	case MT_REC_MARK:
+		fputs(" label ", f);
+		put_string(f, rec->u.mark.label, false);
+		break;
 	}
 	fputc('\n', f);
 }

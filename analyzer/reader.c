@@ -47,7 +47,7 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
 	[MT_REC_REALLOC] = "REALLOC", [MT_REC_FAIL] = "FAIL",
 	[MT_REC_MMAP] = "MMAP", [MT_REC_MUNMAP] = "MUNMAP",
 	[MT_REC_MREMAP] = "MREMAP", [MT_REC_SAMPLE] = "SAMPLE",
-	[MT_REC_EXIT] = "EXIT", [MT_REC_LOST] = "LOST",
+	[MT_REC_EXIT] = "EXIT", [MT_REC_LOST] = "LOST", [MT_REC_MARK] = "MARK",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -543,6 +543,10 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	case MT_REC_LOST:
 		rec->u.lost.reason = u(d);
 		rec->u.lost.count = u(d);
+		break;
+	case MT_REC_MARK:
+		time_field(d, c);
+		rec->u.mark.label = bytes(d, 256);
 		break;
 	default:
 		return 0; /* unknown: skipped by its length */

@@ -135,6 +135,9 @@ struct mt_record {
 		struct {
 			uint64_t reason, count;
 		} lost;
+		struct {
+			struct mt_bytes label;
+		} mark;
 	} u;
 };
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memtrace/memtrace.h"
 #include "mt.h"
 
 /* glibc declares none of these in a header; this is the x86_64/aarch64 form. */
@@ -149,4 +150,23 @@ MT_EXPORT void _Exit(int status)
 	underscore_exit(status);
 	mt_real_resolve();
 	mt_real._Exit(status);
+}
+
+/* The program's marks (include/memtrace/memtrace.h). */
+MT_EXPORT int memtrace_mark(const char *label)
+{
+	size_t n = label ? strnlen(label, 256) : 0;
+	uint8_t *rec, *q;
+
+	if (!mt_enter())
+		return -1;
+	int err = errno;
+	rec = mt_room(8 + 2 * MT_MAX_VARINT + n);
+	if (rec) {
+		q = mt_put_time(rec + 4, mt_now());
+		q = mt_put_bytes(q, label ? label : "", n);
+		mt_commit_large(rec, MT_REC_MARK, q);
+	}
+	mt_leave(err);
+	return rec ? 0 : -1;
 }

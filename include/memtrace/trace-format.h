@@ -83,6 +83,7 @@ enum mt_record_type {
 	MT_REC_SAMPLE = 12, /* the sampler thread's periodic figures */
 	MT_REC_EXIT = 13,   /* the process ended cleanly */
 	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
+	MT_REC_MARK = 15,   /* memtrace_mark(): a point the program named */
 	MT_REC_TYPE_COUNT
 };
 

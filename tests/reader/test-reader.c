@@ -104,6 +104,9 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	tb_u(b, MT_LOST_STACK_TABLE_FULL);
 	tb_u(b, 17);
 	off[MT_REC_LOST] = tb_end(b, MT_REC_LOST);
+	tb_dt(b, 5000150);
+	tb_str(b, "epoch 3", 7);
+	off[MT_REC_MARK] = tb_end(b, MT_REC_MARK);
 }
 
 static void test_every_type(void)
@@ -220,6 +223,11 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.lost.reason, 1);
 			CHECK_EQ(rec.u.lost.count, 17);
 			CHECK_EQ(rec.time, 5000140);
+			break;
+		case MT_REC_MARK:
+			CHECK_EQ(rec.u.mark.label.len, 7);
+			CHECK(!memcmp(rec.u.mark.label.data, "epoch 3", 7));
+			CHECK_EQ(rec.time, 5000150);
 			break;
 		}
 	}
