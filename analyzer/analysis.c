@@ -3,7 +3,10 @@
  * The shared analysis (see analysis.h). The replay keeps the live set, the
  * totals and the per-stack figures; this module adds, from the replay's
  * record callback, what the replay does not know: temporary allocations,
- * the size histogram and the memory held at each failed allocation.
+ * the size histogram and the memory held at each failed allocation (with
+ * the last sample before it); it feeds the diagnosis (diagnosis.h) the
+ * frees and large allocations that move glibc's mmap threshold, and every
+ * stack's growth sums at the end of an instance.
  *
  * A temporary allocation (heaptrack's definition) is a block freed before
  * the thread that allocated it made another allocation of the same kind. A
@@ -360,6 +363,13 @@ static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
 	/* the replay's figures are current during the record callback */
 	snap->live_bytes = in->kind[k].live_bytes;
 	snap->live_blocks = in->kind[k].live_blocks;
+	/* the replay has applied every sample up to this moment: the last one is before it */
+	if (in->nsamples) {
+		const struct mt_sample_point *sp = &in->samples[in->nsamples - 1];
+		snap->have_sample_before = true;
+		snap->heap_free_before = sp->values[MT_SAMPLE_HEAP_FREE];
+		snap->rss_before = sp->values[MT_SAMPLE_RSS];
+	}
 	run->snap = snap;
 	run->snap_kind = k;
 	return mt_replay_foreach_stack(run->a->replay, in, keep_top, run);
@@ -389,12 +399,16 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	case MT_REC_ALLOC:
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
+		if (rec->u.alloc.kind == MT_KIND_HOST && rec->u.alloc.addr)
+			mt_diagnosis_note_alloc(&run->res->diag, rec->u.alloc.size);
 		return note_alloc(run, t, (enum mt_kind)rec->u.alloc.kind,
 				  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr), rec->u.alloc.size,
 				  rec->u.alloc.stack);
 	case MT_REC_FREE:
 		if (!rec->u.free.addr)
 			return 0;
+		if (rec->u.free.fn < MT_FN_CUDA_MALLOC && in->last_free_size)
+			mt_diagnosis_note_free(&run->res->diag, in, in->last_free_size, rec->time);
 		if (rec->u.free.fn < MT_FN_CUDA_MALLOC)
 			return note_free(run, (enum mt_kind)rec->u.free.kind, rec->u.free.addr, 0);
 		/* a CUDA free does not say which device the block was on */
@@ -410,6 +424,7 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 			return 0; /* realloc(p, 0) freed p and allocated nothing */
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
+		mt_diagnosis_note_alloc(&run->res->diag, rec->u.realloc.size);
 		return note_alloc(run, t, MT_KIND_HOST, rec->u.realloc.addr, rec->u.realloc.size,
 				  rec->u.realloc.stack);
 	case MT_REC_MMAP:
@@ -456,7 +471,10 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 		.peak_blocks = s->peak_blocks,
 	};
 	const uint64_t *temp;
+	int ret;
 
+	if ((ret = mt_diagnosis_add_stack(&c->run->res->diag, c->run->in, s)) < 0)
+		return ret;
 	if (c->leaks) {
 		row.leaked_bytes = s->live_bytes;
 		row.leaked_blocks = s->live_blocks;
@@ -497,6 +515,8 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 		}
 	}
 	ret = mt_replay_foreach_stack(r, in, collect_row, &c);
+	if (ret == 0)
+		ret = mt_diagnosis_finish(&run->res->diag, in, mt_replay_clock(r));
 	run_reset(run);
 	run->in = NULL;
 	return ret;
@@ -555,6 +575,19 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 		r = -EIO;
 		goto fail;
 	}
+	{
+		const struct mt_instance **ins = calloc(a->nprocs ? a->nprocs : 1, sizeof(*ins));
+		if (!ins) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		for (uint32_t i = 0; i < a->nprocs; i++)
+			ins[i] = a->procs[i].in;
+		r = mt_diagnosis_tree(&a->tree, ins, a->nprocs, mt_replay_clock(a->replay));
+		free(ins);
+		if (r < 0)
+			goto fail;
+	}
 	*out = a;
 	return 0;
 fail:
@@ -575,6 +608,7 @@ void mt_analysis_free(struct mt_analysis *a)
 			free(a->procs[i].kind[k].rows);
 			free(a->procs[i].kind[k].fails);
 		}
+		mt_diagnosis_free(&a->procs[i].diag);
 	}
 	free(a->procs);
 	if (a->sym)

@@ -4,7 +4,9 @@
  * replay of a trace (replay.h) that keeps, per process instance and memory
  * kind, the totals, the peak, the leaks, the temporary allocations, a size
  * histogram and the failed allocations, each by stack; and the frames of a
- * stack as a person reads them (symbolized, allocator frames dropped).
+ * stack as a person reads them (symbolized, allocator frames dropped);
+ * and per instance the diagnosis (diagnosis.h), with the tree's combined
+ * peak over all of them.
  *
  * Memory grows with distinct stacks and live blocks, never with events: the
  * per-event work is a few counters and, for temporaries, one lookup in a
@@ -21,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "diagnosis.h"
 #include "reader.h"
 #include "replay.h"
 #include "symbolize.h"
@@ -61,6 +64,9 @@ struct mt_stack_row {
 struct mt_fail_snapshot {
 	struct mt_fail_event event;
 	uint64_t live_bytes, live_blocks;
+	/* the last sample before it (host kinds): the heap's free bytes and RSS then */
+	bool have_sample_before;
+	uint64_t heap_free_before, rss_before;
 	uint32_t ntop;
 	struct mt_stack_row top[MT_FAIL_TOP_STACKS]; /* leaked_* hold the bytes live then */
 };
@@ -84,6 +90,7 @@ struct mt_kind_result {
 struct mt_process_result {
 	const struct mt_instance *in;
 	struct mt_kind_result kind[MT_KIND_COUNT];
+	struct mt_diagnosis diag; /* growth, the sampler's series, findings, post-mortem */
 };
 
 struct mt_analysis_run;
@@ -95,6 +102,7 @@ struct mt_analysis {
 	struct mt_process_result *procs; /* in instance order */
 	uint32_t nprocs;
 	uint64_t events; /* events in the file */
+	struct mt_tree tree; /* the process tree's combined RSS and Pss */
 	struct mt_analysis_run *run; /* while replaying */
 };
 

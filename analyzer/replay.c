@@ -14,6 +14,12 @@
  * not changed since the peak, so they are the ones at the peak), and once
  * more at the end. That makes the peak snapshot O(1) per event.
  *
+ * The growth fit's sums are kept lazily the same way: a checkpoint (32
+ * evenly spaced moments and every MARK) only appends its x to a prefix-sum
+ * array; a stack's entry adds its live bytes, unchanged since it was last
+ * synced, for all checkpoints passed since then, the next time it changes,
+ * and once more at the end. A checkpoint is O(1), an event O(1) more.
+ *
  * May not: print; hold more than one chunk per thread of the instance being
  * replayed.
  */
@@ -58,6 +64,7 @@ struct live {
 	struct range *ranges;
 	size_t nranges, cap;
 	uint8_t removed_kind; /* the kind of the block host_remove last found */
+	uint64_t removed_size; /* and its size */
 };
 
 struct mt_instance_priv {
@@ -75,6 +82,15 @@ struct mt_instance_priv {
 	uint32_t nchildren, children_cap;
 	uint32_t modules_cap;
 	uint64_t now;
+	uint64_t first_time; /* the earliest record's ticks (an instance may lack its PROCESS) */
+	/* growth checkpoints: prefix sums of their x, cp_px[i] = x_0 + ... + x_(i-1) */
+	mt_u128 *cp_px;
+	uint32_t cp_cap;
+	uint32_t next_even; /* evenly spaced checkpoints taken so far */
+	uint64_t even_start, even_end;
+	uint64_t samples_cap;
+	uint32_t marks_cap;
+	const struct mt_clock_fit *fit;
 };
 
 struct mt_replay {
@@ -259,6 +275,8 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in, const 
 {
 	in->records++;
 	r->stats.records++;
+	if (in->records == 1 || rec->time < in->priv->first_time)
+		in->priv->first_time = rec->time;
 	if (rec->time > in->end_time)
 		in->end_time = rec->time;
 	if (mt_record_is_event(rec->type)) {
@@ -442,6 +460,137 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 
 /* ---- accounting ---- */
 
+/* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last sync. */
+static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
+{
+	const mt_u128 y = s->live_bytes;
+	uint64_t a, b;
+
+	if (s->t_synced != in->checkpoints.n) {
+		a = s->t_synced;
+		b = in->checkpoints.n;
+		if (a == 0)
+			s->first_bytes = s->live_bytes;
+		if (y) {
+			s->t_sy += y * (b - a);
+			s->t_sxy += y * (in->priv->cp_px[b] - in->priv->cp_px[a]);
+			s->t_syy += y * y * (b - a);
+		}
+		s->t_synced = (uint32_t)b;
+	}
+	if (s->m_synced != in->nmarks) {
+		a = s->m_synced;
+		b = in->nmarks;
+		if (y) {
+			/* x is the mark's index: the sum of a .. b-1 */
+			s->m_sy += y * (b - a);
+			s->m_sxy += y * (((mt_u128)b * (b - 1) - (mt_u128)a * (a ? a - 1 : 0)) / 2);
+			s->m_syy += y * y * (b - a);
+		}
+		s->m_synced = (uint32_t)b;
+	}
+}
+
+/* A growth checkpoint at `ticks`: the live set as it is now. */
+static int checkpoint(struct mt_instance *in, uint64_t ticks)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct mt_checkpoints *c = &in->checkpoints;
+	uint64_t ns = mt_clock_ns(p->fit, ticks), x;
+
+	if (c->n + 2 > p->cp_cap) {
+		uint32_t cap = p->cp_cap ? p->cp_cap * 2 : 64;
+		void *q = realloc(p->cp_px, cap * sizeof(*p->cp_px));
+		if (!q)
+			return -ENOMEM;
+		p->cp_px = q;
+		p->cp_cap = cap;
+	}
+	if (c->n == 0) {
+		c->first_ns = ns;
+		p->cp_px[0] = 0;
+	}
+	x = ns > c->first_ns ? ns - c->first_ns : 0;
+	if (x < c->last_x)
+		x = c->last_x; /* the clock fit is monotonic; this only guards rounding */
+	p->cp_px[c->n + 1] = p->cp_px[c->n] + x;
+	c->sx += x;
+	c->sxx += (mt_u128)x * x;
+	c->last_x = x;
+	c->n++;
+	return 0;
+}
+
+static uint64_t even_tick(const struct mt_instance_priv *p, uint32_t i)
+{
+	return p->even_start +
+	       (uint64_t)((mt_u128)(p->even_end - p->even_start) * i / (MT_EVEN_CHECKPOINTS - 1));
+}
+
+/* The evenly spaced checkpoints due before `key`, each taken before the events after it. */
+static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
+{
+	struct mt_instance_priv *p = in->priv;
+	int ret;
+
+	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || even_tick(p, p->next_even) < key)) {
+		if ((ret = checkpoint(in, even_tick(p, p->next_even))) < 0)
+			return ret;
+		p->next_even++;
+	}
+	return 0;
+}
+
+static int add_sample(struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct mt_sample_point *sp;
+
+	if (in->nsamples == p->samples_cap) {
+		uint64_t cap = p->samples_cap ? p->samples_cap * 2 : 256;
+		void *q = realloc(in->samples, cap * sizeof(*in->samples));
+		if (!q)
+			return -ENOMEM;
+		in->samples = q;
+		p->samples_cap = cap;
+	}
+	sp = &in->samples[in->nsamples++];
+	sp->time = rec->time;
+	sp->live_host = in->kind[MT_KIND_HOST].live_bytes;
+	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
+	return 0;
+}
+
+static int add_mark(struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct mt_mark_point *m;
+	int ret;
+
+	if (in->nmarks == p->marks_cap) {
+		uint32_t cap = p->marks_cap ? p->marks_cap * 2 : 64;
+		void *q = realloc(in->marks, cap * sizeof(*in->marks));
+		if (!q)
+			return -ENOMEM;
+		in->marks = q;
+		p->marks_cap = cap;
+	}
+	m = &in->marks[in->nmarks];
+	m->time = rec->time;
+	m->label = dup_bytes(rec->u.mark.label, false);
+	if (!m->label)
+		return -ENOMEM;
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		m->live[k] = in->kind[k].live_bytes;
+	/* the mark is a checkpoint of both series: its time, and its index */
+	if ((ret = checkpoint(in, rec->time)) < 0) {
+		free(m->label);
+		return ret;
+	}
+	in->nmarks++;
+	return 0;
+}
+
 static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
 		  int64_t dbytes, int64_t dblocks, bool alloc, uint64_t alloc_bytes)
 {
@@ -458,7 +607,12 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		s->stack_instance = si;
 		s->kind = kind;
 		s->epoch = p->epoch[kind];
+		/* nothing was live before: the checkpoints passed add nothing */
+		s->t_synced = in->checkpoints.n;
+		s->m_synced = in->nmarks;
 	}
+	if (s->t_synced != in->checkpoints.n || s->m_synced != in->nmarks)
+		sync_growth(in, s);
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
 		s->peak_blocks = s->live_blocks;
@@ -491,6 +645,7 @@ static void finish_stack_stats(struct mt_instance *in)
 		void *v;
 		for (size_t i = 0; mt_map_next(m, &i, &key, &v);) {
 			struct mt_stack_stats *s = v;
+			sync_growth(in, s);
 			if (s->epoch != in->priv->epoch[kind]) {
 				s->peak_bytes = s->live_bytes;
 				s->peak_blocks = s->live_blocks;
@@ -667,6 +822,7 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	if (!*found)
 		return 0;
 	l->removed_kind = copy.kind;
+	l->removed_size = copy.size;
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
 		      -(int64_t)copy.size, -1, false, 0);
 }
@@ -792,6 +948,7 @@ static int apply(struct mt_instance *in, struct stream *s)
 		if (rec->u.free.addr == 0)
 			return 0;
 		ret = host_remove(in, l, mt_block_key(rec->u.free.fn, rec->u.free.addr), &found);
+		in->last_free_size = found ? l->removed_size : 0;
 		if (found)
 			in->kind[l->removed_kind].frees++;
 		else
@@ -856,7 +1013,9 @@ static int apply(struct mt_instance *in, struct stream *s)
 		in->sample_count++;
 		in->sample_time = rec->time;
 		memcpy(in->sample, rec->u.sample.values, sizeof(in->sample));
-		return 0;
+		return add_sample(in, rec);
+	case MT_REC_MARK:
+		return add_mark(in, rec);
 	default:
 		return 0;
 	}
@@ -911,6 +1070,9 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	size_t nheap = 0, nchildren = 0, next_child = 0;
 	int ret = -ENOMEM;
 
+	p->fit = &r->fit;
+	p->even_start = in->have_process ? in->start_time : p->first_time;
+	p->even_end = in->end_time > p->even_start ? in->end_time : p->even_start;
 	if (p->seed) {
 		ret = seed_child(in);
 		if (ret < 0)
@@ -949,6 +1111,9 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	while (nheap > 0) {
 		struct stream *s = heap[0];
 
+		ret = even_checkpoints(in, s->key, false);
+		if (ret < 0)
+			goto out;
 		/* the children forked before this moment get the live set as it is now */
 		while (next_child < nchildren && children[next_child]->start_time < s->key) {
 			live_free(children[next_child]->priv->seed);
@@ -988,6 +1153,9 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 			goto out;
 		}
 	}
+	ret = even_checkpoints(in, 0, true);
+	if (ret < 0)
+		goto out;
 	finish_stack_stats(in);
 	in->replayed = true;
 	if (cb && cb->instance_done)
@@ -1032,6 +1200,10 @@ void mt_replay_free(struct mt_replay *r)
 		free(in->exe);
 		free(in->cmdline);
 		free(in->fails);
+		free(in->samples);
+		for (uint32_t m = 0; m < in->nmarks; m++)
+			free(in->marks[m].label);
+		free(in->marks);
 		for (uint32_t m = 0; m < in->nmodules; m++) {
 			free(in->modules[m].path);
 			free(in->modules[m].seg);
@@ -1050,6 +1222,7 @@ void mt_replay_free(struct mt_replay *r)
 		live_free(p->live);
 		live_free(p->seed);
 		free(p->children);
+		free(p->cp_px);
 		free(p);
 	}
 	free(r->instances);

@@ -7,8 +7,9 @@
  * chunks each thread wrote. mt_replay_run() then replays every instance in
  * time order: a k-way merge of its threads' chunk sequences, ties broken by
  * file offset, streamed chunk by chunk, through a table of live blocks.
- * Memory grows with live blocks, distinct stacks, threads and chunks, never
- * with the number of events.
+ * Memory grows with live blocks, distinct stacks, threads and chunks, and
+ * with SAMPLE and MARK records (each is kept, with the live bytes at its
+ * moment), never with the number of events.
  *
  * Semantics (docs/trace-format.md): a forked child starts with a copy of
  * its parent's live set at the child's start; realloc and mremap give the
@@ -26,6 +27,13 @@
 #include <stdint.h>
 
 #include "reader.h"
+
+/*
+ * Growth sums need 128 bits: bytes (to 2^40) times ns (to 2^47) summed over
+ * every checkpoint. A GCC and Clang extension, as everywhere we build.
+ */
+__extension__ typedef unsigned __int128 mt_u128;
+__extension__ typedef __int128 mt_i128;
 
 /* Per memory kind figures of one instance. */
 struct mt_kind_stats {
@@ -74,6 +82,32 @@ struct mt_module {
 	struct mt_segment *seg;
 };
 
+/* One SAMPLE record, and the host bytes live when it was taken. */
+struct mt_sample_point {
+	uint64_t time;      /* ticks */
+	uint64_t live_host; /* live host bytes at that moment in the replay */
+	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
+};
+
+/* One MARK record, and the bytes live of every kind when it was made. */
+struct mt_mark_point {
+	uint64_t time;  /* ticks */
+	char *label;    /* NUL-terminated copy */
+	uint64_t live[MT_KIND_COUNT];
+};
+
+/*
+ * Growth checkpoints (see struct mt_stack_stats): 32 evenly spaced moments
+ * over the instance's life, from its start to its last record, and every
+ * MARK; x is ns since the first checkpoint. Their x sums, for the fit.
+ */
+#define MT_EVEN_CHECKPOINTS 32
+struct mt_checkpoints {
+	uint32_t n;
+	uint64_t first_ns, last_x; /* the first one's ns; the last one's x */
+	mt_u128 sx, sxx;
+};
+
 struct mt_instance_priv;
 
 /* One process instance (PROCESS record) and, after mt_replay_run(), its figures. */
@@ -100,6 +134,13 @@ struct mt_instance {
 	uint64_t sample_count;  /* SAMPLE records; the last one by time: */
 	uint64_t sample_time;
 	uint64_t sample[MT_SAMPLE_FIELD_COUNT];
+	struct mt_sample_point *samples; /* every SAMPLE, in time order */
+	uint64_t nsamples;
+	struct mt_mark_point *marks;     /* every MARK, in time order */
+	uint32_t nmarks;
+	struct mt_checkpoints checkpoints;
+	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown. */
+	uint64_t last_free_size;
 	uint64_t lost_stack_events; /* LOST reason 1: events whose stack is 0 */
 	int64_t stopped_errno;      /* LOST reason 2 */
 	struct mt_fail_event *fails;
@@ -132,6 +173,16 @@ struct mt_stack_stats {
 	uint64_t peak_bytes;
 	uint64_t peak_blocks;
 	uint64_t epoch; /* internal: the peak generation peak_* was last brought up to */
+	/*
+	 * Least-squares sums of live_bytes (y) over the instance's growth
+	 * checkpoints: t_* against x = ns since the first checkpoint (struct
+	 * mt_checkpoints), m_* against the mark index 0, 1, ... Complete once
+	 * the instance is replayed. first_bytes: y at the first checkpoint.
+	 */
+	uint64_t first_bytes;
+	mt_u128 t_sy, t_sxy, t_syy;
+	mt_u128 m_sy, m_sxy, m_syy;
+	uint32_t t_synced, m_synced; /* internal: checkpoints and marks the sums include */
 };
 
 /* Host and mmap are always shown; another kind once something of it happened. */

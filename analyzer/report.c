@@ -300,6 +300,15 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 			else
 				printf("errno %" PRIu32, f->event.err);
 			printf(", %s live in %" PRIu64 " blocks\n", b2, f->live_blocks);
+			if (f->have_sample_before && f->event.kind < MT_KIND_CUDA_HOST && f->heap_free_before) {
+				char b3[32], b4[32];
+				mt_cmd_size(b3, sizeof(b3), f->heap_free_before);
+				mt_cmd_size(b4, sizeof(b4), f->rss_before);
+				printf("        asked %s with %s free in the heap (RSS %s): %s\n", b1, b3, b4,
+				       f->event.size > f->heap_free_before
+				               ? "more than everything free"
+				               : "enough in total, but not in one piece");
+			}
 			if (f->event.device_total) {
 				char b3[32], b4[32];
 				mt_cmd_size(b3, sizeof(b3), f->event.device_free);
@@ -319,6 +328,101 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 		}
 	}
 	print_histogram(k);
+}
+
+/* ---- diagnosis ---- */
+
+/* The row of a stack in a kind's result, for its allocation counts; a zero row if none. */
+static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si, uint32_t stack)
+{
+	struct mt_stack_row none = { .stack = stack, .stack_instance = si };
+
+	for (size_t i = 0; i < k->nrows; i++)
+		if (k->rows[i].stack == stack && k->rows[i].stack_instance == si)
+			return k->rows[i];
+	return none;
+}
+
+/* "fn (file:line)" of a stack's first frame, the code that asked. */
+static void top_frame(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
+		      char *buf, size_t n)
+{
+	int got = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
+
+	if (got <= 0)
+		snprintf(buf, n, "(no stack recorded)");
+	else
+		mt_cmd_frame_text(buf, n, &syms[0]);
+}
+
+static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const struct mt_growth *g,
+			      const char *indent)
+{
+	char b1[32], b2[32], b3[32], frame[1024];
+
+	mt_cmd_size(b1, sizeof(b1), g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0);
+	mt_cmd_size(b2, sizeof(b2), g->bytes_per_second > 0 ? (uint64_t)g->bytes_per_second : 0);
+	top_frame(a, syms, g->stack_instance, g->stack, frame, sizeof(frame));
+	printf("%sgrows", indent);
+	if (g->per_mark && g->bytes_per_mark > 0) {
+		mt_cmd_size(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
+		printf(": %s per mark,", b3);
+	}
+	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2, frame);
+}
+
+static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
+			    unsigned top)
+{
+	const struct mt_diagnosis *d = &p->diag;
+	const struct mt_memory_over_time *m = &d->mem;
+	char b1[32], b2[32], b3[32];
+
+	if (!d->ngrowth && !m->samples && !p->in->nmarks && !d->post_mortem.killed)
+		return;
+	printf("  diagnosis:\n");
+	if (d->post_mortem.killed) {
+		const struct mt_post_mortem *pm = &d->post_mortem;
+		mt_cmd_size(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
+		if (pm->have_sample && pm->cgroup_max) {
+			mt_cmd_size(b2, sizeof(b2), pm->last_rss);
+			mt_cmd_size(b3, sizeof(b3), pm->cgroup_max);
+			printf("    killed at %s RSS against a cgroup limit of %s", b2, b3);
+			mt_cmd_size(b2, sizeof(b2), pm->cgroup_current);
+			printf(" (memory.current %s); %s of heap live at death\n", b2, b1);
+		} else if (pm->have_sample) {
+			mt_cmd_size(b2, sizeof(b2), pm->last_rss);
+			printf("    killed at %s RSS (no cgroup limit known); %s of heap live at death\n", b2, b1);
+		} else {
+			printf("    killed; %s of heap live at death (no samples)\n", b1);
+		}
+	}
+	for (size_t i = 0; i < d->ngrowth && i < top && i < 3; i++)
+		print_growth_line(a, syms, &d->growth[i], "    ");
+	if (d->ngrowth > 3 && top > 3)
+		printf("    ... %zu more growing stack%s (--json)\n", d->ngrowth - 3, d->ngrowth - 3 == 1 ? "" : "s");
+	if (p->in->nmarks)
+		printf("    %u mark%s, the last \"%s\"\n", p->in->nmarks, p->in->nmarks == 1 ? "" : "s",
+		       p->in->marks[p->in->nmarks - 1].label);
+	if (m->samples) {
+		mt_cmd_size(b1, sizeof(b1), m->rss_peak);
+		mt_cmd_size(b2, sizeof(b2), m->rss_last);
+		printf("    RSS peak %s, last %s", b1, b2);
+		if (m->pss_peak) {
+			mt_cmd_size(b1, sizeof(b1), m->pss_peak);
+			printf("; Pss peak %s", b1);
+		}
+		if (m->private_dirty_last > m->private_dirty_first && p->in->origin == MT_ORIGIN_FORK) {
+			mt_cmd_size(b1, sizeof(b1), m->private_dirty_first);
+			mt_cmd_size(b2, sizeof(b2), m->private_dirty_last);
+			mt_cmd_size(b3, sizeof(b3), m->private_dirty_last - m->private_dirty_first);
+			printf("; copy-on-write: Private_Dirty %s -> %s (+%s)", b1, b2, b3);
+		}
+		putchar('\n');
+	}
+	for (uint32_t i = 0; i < d->frag.nfindings; i++)
+		printf("    %s: %s: %s\n", d->frag.findings[i].name, d->frag.findings[i].text,
+		       d->frag.findings[i].advice);
 }
 
 static void print_text(struct mt_analysis *a, const char *file, unsigned top)
@@ -363,6 +467,14 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			if (!kind_empty(&p->kind[k]))
 				print_kind(a, syms, p, (enum mt_kind)k, top);
+		print_diagnosis(a, syms, p, top);
+	}
+	if (a->tree.sampled > 1) {
+		char b2[32];
+		mt_cmd_size(b1, sizeof(b1), a->tree.combined_rss_peak);
+		mt_cmd_size(b2, sizeof(b2), a->tree.combined_pss_peak);
+		printf("\nprocess tree: %u processes, combined peak RSS %s (at %.3f s), Pss %s\n",
+		       a->tree.processes, b1, (double)a->tree.time_ns / 1e9, b2);
 	}
 	free(syms);
 }
@@ -470,6 +582,11 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 		json_object_set_new(fo, "time_ns", json_u64(mt_analysis_since_start(a, p->in, f->event.time)));
 		json_object_set_new(fo, "live_bytes", json_u64(f->live_bytes));
 		json_object_set_new(fo, "live_blocks", json_u64(f->live_blocks));
+		if (f->event.kind < MT_KIND_CUDA_HOST) {
+			json_object_set_new(fo, "heap_free_before",
+					    f->have_sample_before ? json_u64(f->heap_free_before) : json_null());
+			json_object_set_new(fo, "rss_before", f->have_sample_before ? json_u64(f->rss_before) : json_null());
+		}
 		if (f->event.device_total) {
 			json_object_set_new(fo, "device_free", json_u64(f->event.device_free));
 			json_object_set_new(fo, "device_total", json_u64(f->event.device_total));
@@ -498,6 +615,130 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 		json_array_append_new(hist, h);
 	}
 	json_object_set_new(o, "histogram", hist);
+	return o;
+}
+
+static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
+			   const struct mt_growth *g)
+{
+	json_t *o = json_object();
+	struct mt_stack_row row = find_row(&p->kind[g->kind], g->stack_instance, g->stack);
+
+	json_object_set_new(o, "kind", json_string(mt_kind_name(g->kind)));
+	json_object_set_new(o, "bytes_per_second", json_real(g->bytes_per_second));
+	json_object_set_new(o, "grown_bytes", json_integer(g->grown_bytes));
+	json_object_set_new(o, "bytes_per_mark", g->per_mark ? json_real(g->bytes_per_mark) : json_null());
+	json_object_set_new(o, "r2", json_real(g->r2));
+	json_object_set_new(o, "r2_per_mark", g->per_mark ? json_real(g->r2_per_mark) : json_null());
+	json_object_set_new(o, "stack", stack_json(a, syms, &row, g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0,
+						   row.leaked_blocks));
+	return o;
+}
+
+static json_t *live_json(const struct mt_instance *in, const uint64_t *live)
+{
+	json_t *o = json_object();
+
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		if (mt_kind_shown(in, (unsigned)k))
+			json_object_set_new(o, mt_kind_name((unsigned)k), json_u64(live[k]));
+	return o;
+}
+
+static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
+			      unsigned top)
+{
+	const struct mt_instance *in = p->in;
+	const struct mt_diagnosis *d = &p->diag;
+	const struct mt_memory_over_time *m = &d->mem;
+	const struct mt_fragmentation *f = &d->frag;
+	json_t *o = json_object(), *growth = json_array(), *marks = json_array();
+
+	for (size_t i = 0; i < d->ngrowth && i < top; i++)
+		json_array_append_new(growth, growth_json(a, syms, p, &d->growth[i]));
+	json_object_set_new(o, "growth", growth);
+	json_object_set_new(o, "growth_total", json_u64(d->ngrowth));
+	for (uint32_t i = 0; i < in->nmarks; i++) {
+		json_t *mk = json_object();
+		json_object_set_new(mk, "label", json_string(in->marks[i].label));
+		json_object_set_new(mk, "time_ns", json_u64(mt_analysis_since_start(a, in, in->marks[i].time)));
+		json_object_set_new(mk, "live", live_json(in, in->marks[i].live));
+		json_array_append_new(marks, mk);
+	}
+	json_object_set_new(o, "marks", marks);
+	if (m->samples) {
+		json_t *mo = json_object();
+		json_object_set_new(mo, "samples", json_u64(m->samples));
+#define SET(key) json_object_set_new(mo, #key, json_u64(m->key))
+		SET(rss_first); SET(rss_last); SET(rss_peak);
+		SET(pss_first); SET(pss_last); SET(pss_peak);
+		SET(private_dirty_first); SET(private_dirty_last); SET(private_dirty_peak);
+		SET(heap_arena_last); SET(heap_in_use_last); SET(heap_free_last);
+		SET(heap_trimmable_last); SET(heap_mmapped_last);
+		SET(cgroup_current_peak); SET(cgroup_max);
+#undef SET
+		json_object_set_new(mo, "rss_peak_time_ns", json_u64(mt_analysis_since_start(a, in, m->rss_peak_time)));
+		json_object_set_new(mo, "private_dirty_growth",
+				    json_integer((json_int_t)m->private_dirty_last - (json_int_t)m->private_dirty_first));
+		json_object_set_new(o, "memory_over_time", mo);
+	} else {
+		json_object_set_new(o, "memory_over_time", json_null());
+	}
+	if (f->have) {
+		json_t *fo = json_object(), *fs = json_array();
+		json_object_set_new(fo, "rss_minus_live_peak", json_integer(f->rss_minus_live_peak));
+		json_object_set_new(fo, "time_ns", json_u64(mt_analysis_since_start(a, in, f->time)));
+		json_object_set_new(fo, "rss", json_u64(f->rss));
+		json_object_set_new(fo, "live_host_bytes", json_u64(f->live_host_bytes));
+		json_object_set_new(fo, "heap_free", json_u64(f->heap_free));
+		json_object_set_new(fo, "heap_trimmable", json_u64(f->heap_trimmable));
+		json_object_set_new(fo, "trim_would_return", json_u64(f->trim_would_return));
+		for (uint32_t i = 0; i < f->nfindings; i++) {
+			json_t *x = json_object();
+			json_object_set_new(x, "finding", json_string(f->findings[i].name));
+			json_object_set_new(x, "figure", json_u64(f->findings[i].figure));
+			json_object_set_new(x, "text", json_string(f->findings[i].text));
+			json_object_set_new(x, "advice", json_string(f->findings[i].advice));
+			json_array_append_new(fs, x);
+		}
+		json_object_set_new(fo, "findings", fs);
+		json_object_set_new(o, "fragmentation", fo);
+	} else {
+		json_object_set_new(o, "fragmentation", json_null());
+	}
+	if (d->post_mortem.killed) {
+		const struct mt_post_mortem *pm = &d->post_mortem;
+		json_t *po = json_object(), *grow = json_array();
+		uint64_t live[MT_KIND_COUNT];
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			live[k] = p->kind[k].leaked_bytes;
+		json_object_set_new(po, "last_rss", pm->have_sample ? json_u64(pm->last_rss) : json_null());
+		json_object_set_new(po, "cgroup_current", pm->have_sample ? json_u64(pm->cgroup_current) : json_null());
+		json_object_set_new(po, "cgroup_max", pm->have_sample ? json_u64(pm->cgroup_max) : json_null());
+		json_object_set_new(po, "time_ns", pm->have_sample ? json_u64(mt_analysis_since_start(a, in, pm->time))
+							      : json_null());
+		json_object_set_new(po, "end_time_ns", json_u64(mt_analysis_since_start(a, in, in->end_time)));
+		json_object_set_new(po, "live_at_death", live_json(in, live));
+		for (size_t i = 0; i < d->ngrowth && i < 3; i++)
+			json_array_append_new(grow, growth_json(a, syms, p, &d->growth[i]));
+		json_object_set_new(po, "growing", grow);
+		json_object_set_new(o, "post_mortem", po);
+	} else {
+		json_object_set_new(o, "post_mortem", json_null());
+	}
+	return o;
+}
+
+static json_t *tree_json(const struct mt_analysis *a)
+{
+	json_t *o = json_object();
+	bool any = a->tree.sampled > 0;
+
+	json_object_set_new(o, "processes", json_integer(a->tree.processes));
+	json_object_set_new(o, "processes_sampled", json_integer(a->tree.sampled));
+	json_object_set_new(o, "combined_rss_peak", any ? json_u64(a->tree.combined_rss_peak) : json_null());
+	json_object_set_new(o, "combined_pss_peak", any ? json_u64(a->tree.combined_pss_peak) : json_null());
+	json_object_set_new(o, "time_ns", any ? json_u64(a->tree.time_ns) : json_null());
 	return o;
 }
 
@@ -537,9 +778,11 @@ static json_t *report_json(struct mt_analysis *a, const char *file, unsigned top
 				json_object_set_new(mem, mt_kind_name((unsigned)k),
 						    kind_json(a, syms, p, (enum mt_kind)k, top));
 		json_object_set_new(o, "memories", mem);
+		json_object_set_new(o, "diagnosis", diagnosis_json(a, syms, p, top));
 		json_array_append_new(procs, o);
 	}
 	json_object_set_new(root, "processes", procs);
+	json_object_set_new(root, "tree", tree_json(a));
 	free(syms);
 	return root;
 }

@@ -319,6 +319,7 @@ MT_HIDDEN void mt_process_exit_record(unsigned how, int status);
 /* sampler.c */
 MT_HIDDEN void mt_sampler_start(void);
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
+MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
 
 /* Enters memtrace for one event, or says the call is to pass through. */
 static inline __attribute__((always_inline)) bool mt_enter(void)

@@ -79,7 +79,7 @@ void mt_process_exit_record(unsigned how, int status)
 
 	if (atomic_load(&mt_state) != MT_ON || atomic_exchange(&exit_written, true))
 		return;
-	mt_sampler_sample(); /* the last figures before the end */
+	mt_sampler_last(); /* the last figures before the end */
 	rec = mt_room(4 + 4 * MT_MAX_VARINT);
 	if (!rec)
 		return;

@@ -10,7 +10,7 @@
  * often, so the sampler never takes more than a few percent of a core.
  *
  * Context: sampler thread (guard always set, all signals blocked so that the
- * program's signal handling is not disturbed), and mt_sampler_sample from
+ * program's signal handling is not disturbed), and mt_sampler_last from
  * the exit paths.
  * May not: allocate with malloc (it reads /proc with open/read into static
  * buffers), print.
@@ -101,7 +101,9 @@ static void cgroup_memory(uint64_t *current, uint64_t *max)
 	}
 }
 
-void mt_sampler_sample(void)
+/* fresh: read smaps_rollup whatever the throttle says (the last sample
+ * before the end, whose figures a report reads as the process's last). */
+static void take_sample(bool fresh)
 {
 	static char text[4096];
 	uint64_t v[MT_SAMPLE_FIELD_COUNT];
@@ -118,7 +120,7 @@ void mt_sampler_sample(void)
 		if (sscanf(text, "%llu %llu", &size, &rss) == 2)
 			v[MT_SAMPLE_RSS] = rss * (uint64_t)page;
 	}
-	if (++smaps_tick >= smaps_every) {
+	if (++smaps_tick >= smaps_every || fresh) {
 		smaps_tick = 0;
 		if (slurp("/proc/self/smaps_rollup", text, sizeof(text))) {
 			last_pss = field_kb(text, "\nPss:");
@@ -149,6 +151,16 @@ void mt_sampler_sample(void)
 	atomic_store(&sampling, false);
 }
 
+void mt_sampler_sample(void)
+{
+	take_sample(false);
+}
+
+void mt_sampler_last(void)
+{
+	take_sample(true);
+}
+
 static void *sampler(void *arg)
 {
 	struct timespec period = {
@@ -171,6 +183,14 @@ void mt_sampler_start(void)
 	pthread_attr_t attr;
 	pthread_t th;
 
+	/* No sampler runs in this process yet (start-up, or a fork child, which
+	 * has only the thread that forked). A child forked while its parent's
+	 * sampler was mid-sample inherits sampling == true, and would never
+	 * sample, not even at its exit; and it inherits the parent's last Pss
+	 * and Private_Dirty, which its first sample must not repeat. */
+	atomic_store(&sampling, false);
+	smaps_every = 1;
+	smaps_tick = 0;
 	if (!mt_config.interval_ms)
 		return;
 	sigfillset(&all);

@@ -87,11 +87,15 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		break;
 	case MT_REC_ALLOC:
 		mix_str(h, mt_fn_name(rec->u.alloc.fn));
+		mix_str(h, mt_kind_name((unsigned)rec->u.alloc.kind));
 		mix(h, rec->u.alloc.addr ^ rec->u.alloc.size ^ rec->u.alloc.stack);
+		mix(h, mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr));
 		break;
 	case MT_REC_FREE:
 		mix_str(h, mt_fn_name(rec->u.free.fn));
+		mix_str(h, mt_kind_name((unsigned)rec->u.free.kind));
 		mix(h, rec->u.free.addr);
+		mix(h, mt_block_key(rec->u.free.fn, rec->u.free.addr));
 		break;
 	case MT_REC_REALLOC:
 		mix_str(h, mt_fn_name(rec->u.realloc.fn));
@@ -100,7 +104,9 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		break;
 	case MT_REC_FAIL:
 		mix_str(h, mt_fn_name(rec->u.fail.fn));
+		mix_str(h, mt_kind_name((unsigned)rec->u.fail.kind));
 		mix(h, rec->u.fail.size ^ rec->u.fail.stack ^ rec->u.fail.err);
+		mix(h, rec->u.fail.device_free ^ rec->u.fail.device_total);
 		break;
 	case MT_REC_MMAP:
 		mix_str(h, mt_fn_name(rec->u.mmap.fn));
@@ -124,6 +130,9 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		break;
 	case MT_REC_LOST:
 		mix(h, rec->u.lost.reason ^ rec->u.lost.count);
+		break;
+	case MT_REC_MARK:
+		mix_bytes(h, rec->u.mark.label.data, rec->u.mark.label.len);
 		break;
 	default:
 		break;
@@ -191,7 +200,8 @@ static int on_block(void *vctx, const struct mt_block *b)
 {
 	struct ctx *x = vctx;
 
-	mix(&x->h, b->addr ^ b->size ^ b->kind);
+	mix(&x->h, b->addr ^ b->size);
+	mix_str(&x->h, mt_kind_name(b->kind));
 	mix_stack(x, b->stack_instance, b->stack);
 	return 0;
 }
@@ -200,7 +210,8 @@ static int on_stack(void *vctx, const struct mt_stack_stats *s)
 {
 	struct ctx *x = vctx;
 
-	mix(&x->h, s->kind ^ s->allocations ^ s->bytes_allocated ^ s->live_bytes);
+	mix_str(&x->h, mt_kind_name(s->kind));
+	mix(&x->h, s->allocations ^ s->bytes_allocated ^ s->live_bytes);
 	mix(&x->h, s->live_blocks ^ s->peak_bytes ^ s->peak_blocks);
 	mix_stack(x, s->stack_instance, s->stack);
 	return 0;
@@ -219,6 +230,7 @@ static void mix_instance(struct ctx *x, const struct mt_instance *in)
 	mix(&x->h, in->records ^ in->events ^ in->chunks ^ in->threads);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		const struct mt_kind_stats *s = &in->kind[k];
+		mix(&x->h, mt_kind_shown(in, (unsigned)k));
 		mix(&x->h, s->allocations ^ s->frees ^ s->bytes_allocated ^ s->live_bytes);
 		mix(&x->h, s->live_blocks ^ s->peak_bytes ^ s->peak_blocks);
 		mix(&x->h, mt_clock_ns(fit, s->peak_time));
@@ -231,6 +243,8 @@ static void mix_instance(struct ctx *x, const struct mt_instance *in)
 	for (uint32_t i = 0; i < in->nfails; i++) {
 		const struct mt_fail_event *f = &in->fails[i];
 		mix(&x->h, f->time ^ f->offset ^ f->fn ^ f->err ^ f->size);
+		mix(&x->h, f->device_free ^ f->device_total);
+		mix_str(&x->h, mt_kind_name(f->kind));
 		mix_stack(x, in->id, f->stack);
 	}
 	for (uint32_t i = 0; i < in->nmodules; i++) {

@@ -6,7 +6,7 @@
  * header checks and mutates records the replay actually applies: every
  * record type, realloc and mremap halves across threads, munmap splits,
  * fork seeding, exec, a claimed but unwritten chunk, a cut file, the TSC
- * clock, unknown record types and padded lengths.
+ * clock, unknown record types and padded lengths, CUDA kinds.
  *
  * The committed corpus (tests/fuzz/corpus) started from these; run this
  * again only to refresh the seeds (their names are stable: seed-*).
@@ -97,7 +97,10 @@ static void every_record(void)
 	tb_end(&b, MT_REC_MODULE_GONE);
 	lost(&b, MT_LOST_STACK_TABLE_FULL, 3);
 	tb_alloc(&b, 1015, MT_FN_MALLOC, 0x30000, 8, 0);
-	tb_exit(&b, 1016, MT_EXIT_MAIN_RETURN, 0);
+	tb_dt(&b, 1016);
+	tb_str(&b, "epoch 1", 7);
+	tb_end(&b, MT_REC_MARK);
+	tb_exit(&b, 1017, MT_EXIT_MAIN_RETURN, 0);
 	save(&b, "every-record", b.size);
 }
 
@@ -226,6 +229,66 @@ static void odd(void)
 	save(&b, "odd", b.size);
 }
 
+/* CUDA events: device, managed and pinned kinds, a virtual-memory handle, a failure with device figures. */
+static void cuda(void)
+{
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 800, 800, 1000);
+	tb_process(&b, 1000, 800, 1, MT_ORIGIN_ROOT, 0, "/gpu", "gpu", 3);
+	tb_alloc(&b, 1001, MT_FN_MALLOC, 0x1000, 64, 0);
+	tb_dt(&b, 1002);
+	tb_u(&b, MT_FN_CUDA_MALLOC);
+	tb_addr(&b, 0x7f0000000000);
+	tb_u(&b, 1 << 20);
+	tb_u(&b, 0);
+	tb_u(&b, MT_KIND_CUDA_DEVICE + 1);
+	tb_end(&b, MT_REC_ALLOC);
+	tb_dt(&b, 1003);
+	tb_u(&b, MT_FN_CUDA_MALLOC_MANAGED);
+	tb_addr(&b, 0x7f1000000000);
+	tb_u(&b, 4096);
+	tb_u(&b, 0);
+	tb_u(&b, MT_KIND_CUDA_MANAGED);
+	tb_end(&b, MT_REC_ALLOC);
+	tb_dt(&b, 1004);
+	tb_u(&b, MT_FN_CUDA_MALLOC_HOST);
+	tb_addr(&b, 0x2000);
+	tb_u(&b, 8192);
+	tb_u(&b, 0);
+	tb_u(&b, MT_KIND_CUDA_HOST);
+	tb_end(&b, MT_REC_ALLOC);
+	tb_dt(&b, 1005);
+	tb_u(&b, MT_FN_CU_MEM_CREATE);
+	tb_addr(&b, 0x2000); /* a handle: the same number as the pinned block, keyed apart */
+	tb_u(&b, 2 << 20);
+	tb_u(&b, 0);
+	tb_u(&b, MT_KIND_CUDA_DEVICE);
+	tb_end(&b, MT_REC_ALLOC);
+	tb_dt(&b, 1006);
+	tb_u(&b, MT_FN_CUDA_FREE);
+	tb_addr(&b, 0x7f0000000000);
+	tb_u(&b, MT_KIND_CUDA_DEVICE); /* the current device, not the block's */
+	tb_end(&b, MT_REC_FREE);
+	tb_dt(&b, 1007);
+	tb_u(&b, MT_FN_CU_MEM_RELEASE);
+	tb_addr(&b, 0x2000);
+	tb_u(&b, MT_KIND_CUDA_DEVICE);
+	tb_end(&b, MT_REC_FREE);
+	tb_dt(&b, 1008);
+	tb_u(&b, MT_FN_CUDA_MALLOC);
+	tb_u(&b, 1ull << 40);
+	tb_u(&b, 0);
+	tb_u(&b, 2); /* cudaErrorMemoryAllocation */
+	tb_u(&b, MT_KIND_CUDA_DEVICE + 1);
+	tb_u(&b, 1ull << 30);
+	tb_u(&b, 16ull << 30);
+	tb_end(&b, MT_REC_FAIL);
+	tb_exit(&b, 1009, MT_EXIT_MAIN_RETURN, 0);
+	save(&b, "cuda", b.size);
+}
+
 /* A trace cut inside its last chunk, and one that is only the file header. */
 static void cut(void)
 {
@@ -255,5 +318,6 @@ int main(int argc, char **argv)
 	tsc();
 	odd();
 	cut();
+	cuda();
 	return failed;
 }

@@ -21,6 +21,12 @@
 
 #define CHUNK 4096u
 
+/* The CUDA functions write the kind; for the others it follows from fn. */
+static bool explicit_kind(uint64_t fn, uint64_t kind)
+{
+	return fn >= MT_FN_CUDA_MALLOC || kind != mt_fn_kind((unsigned)fn);
+}
+
 /* The payload of rec, against the builder's registers. */
 static void encode(struct tb *b, const struct mt_record *rec)
 {
@@ -67,11 +73,15 @@ static void encode(struct tb *b, const struct mt_record *rec)
 		tb_addr(b, rec->u.alloc.addr);
 		tb_u(b, rec->u.alloc.size);
 		tb_u(b, rec->u.alloc.stack);
+		if (explicit_kind(rec->u.alloc.fn, rec->u.alloc.kind))
+			tb_u(b, rec->u.alloc.kind);
 		break;
 	case MT_REC_FREE:
 		tb_dt(b, rec->time);
 		tb_u(b, rec->u.free.fn);
 		tb_addr(b, rec->u.free.addr);
+		if (explicit_kind(rec->u.free.fn, rec->u.free.kind))
+			tb_u(b, rec->u.free.kind);
 		break;
 	case MT_REC_REALLOC:
 		tb_dt(b, rec->time);
@@ -88,6 +98,11 @@ static void encode(struct tb *b, const struct mt_record *rec)
 		tb_u(b, rec->u.fail.size);
 		tb_u(b, rec->u.fail.stack);
 		tb_u(b, rec->u.fail.err);
+		if (explicit_kind(rec->u.fail.fn, rec->u.fail.kind) || rec->u.fail.device_total) {
+			tb_u(b, rec->u.fail.kind);
+			tb_u(b, rec->u.fail.device_free);
+			tb_u(b, rec->u.fail.device_total);
+		}
 		break;
 	case MT_REC_MMAP:
 		tb_dt(b, rec->time);
@@ -130,6 +145,10 @@ static void encode(struct tb *b, const struct mt_record *rec)
 	case MT_REC_LOST:
 		tb_u(b, rec->u.lost.reason);
 		tb_u(b, rec->u.lost.count);
+		break;
+	case MT_REC_MARK:
+		tb_dt(b, rec->time);
+		tb_str(b, rec->u.mark.label.data, rec->u.mark.label.len);
 		break;
 	default:
 		break; /* unknown types are left out by the caller */

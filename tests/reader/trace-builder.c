@@ -215,3 +215,20 @@ size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status)
 	tb_u(b, status);
 	return tb_end(b, MT_REC_EXIT);
 }
+
+size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n)
+{
+	tb_dt(b, t);
+	tb_u(b, ns);
+	tb_u(b, n);
+	for (unsigned i = 0; i < n; i++)
+		tb_u(b, values[i]);
+	return tb_end(b, MT_REC_SAMPLE);
+}
+
+size_t tb_mark(struct tb *b, uint64_t t, const char *label)
+{
+	tb_dt(b, t);
+	tb_str(b, label, strlen(label));
+	return tb_end(b, MT_REC_MARK);
+}

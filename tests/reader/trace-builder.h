@@ -53,5 +53,8 @@ size_t tb_munmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len);
 size_t tb_mremap(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t old_len,
 		 uint64_t addr, uint64_t len, uint32_t stack);
 size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
+/* A SAMPLE with n values in enum mt_sample_field order; ns is its CLOCK_MONOTONIC pair. */
+size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n);
+size_t tb_mark(struct tb *b, uint64_t t, const char *label);
 
 #endif

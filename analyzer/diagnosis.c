@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Diagnosis (see diagnosis.h): growth fits, the sampler's series, the
+ * fragmentation findings, the post-mortem and the tree's combined peak.
+ *
+ * Findings are sentences built here, not in the report, so that the text and
+ * the JSON say the same thing; the thresholds below decide when a figure is
+ * worth a finding, and each is named next to its reason.
+ *
+ * May not: print, symbolize, keep anything per event.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnosis.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024ull)
+/* glibc's default mmap threshold and the most its dynamic threshold can reach (64-bit) */
+#define GLIBC_MMAP_THRESHOLD (128 * KIB)
+#define GLIBC_MMAP_THRESHOLD_MAX (32 * MIB)
+/* Below these, a gap or a free top is the ordinary slack of any allocator. */
+#define FINDING_GAP_MIN (16 * MIB)
+#define FINDING_TOP_MIN (8 * MIB)
+
+static void size_text(char *buf, size_t n, uint64_t bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, n, "%" PRIu64 " B", bytes);
+		return;
+	}
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, n, "%.*f %s", v < 10.0 ? 2 : v < 100.0 ? 1 : 0, v, units[u]);
+}
+
+/* ---- growth ---- */
+
+struct fit {
+	long double slope, r2;
+	bool rising;
+};
+
+/*
+ * Least squares of y over x from the sums. The numerators are exact in 128
+ * bits (a difference of two large sums loses everything in a double); only
+ * the final quotients are floating point.
+ */
+static struct fit fit_sums(uint64_t n, mt_u128 sx, mt_u128 sxx, mt_u128 sy, mt_u128 sxy, mt_u128 syy)
+{
+	struct fit f = { 0 };
+	mt_i128 dx, dy, num;
+
+	if (n < 2)
+		return f;
+	dx = (mt_i128)(n * sxx - sx * sx);
+	num = (mt_i128)(n * sxy) - (mt_i128)(sx * sy);
+	dy = (mt_i128)(n * syy - sy * sy);
+	if (dx <= 0)
+		return f;
+	f.slope = (long double)num / (long double)dx;
+	f.r2 = dy > 0 ? ((long double)num / (long double)dx) * ((long double)num / (long double)dy) : 0;
+	f.rising = num > 0;
+	return f;
+}
+
+int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
+			   const struct mt_stack_stats *s)
+{
+	const struct mt_checkpoints *c = &in->checkpoints;
+	uint64_t m = in->nmarks;
+	struct fit t, k = { 0 };
+	struct mt_growth g = { 0 };
+	bool by_time, by_mark;
+
+	if (!s->t_sy && !s->m_sy)
+		return 0; /* never live at a checkpoint */
+	t = fit_sums(c->n, c->sx, c->sxx, s->t_sy, s->t_sxy, s->t_syy);
+	if (m >= 2)
+		k = fit_sums(m, (mt_u128)m * (m - 1) / 2, (mt_u128)(m - 1) * m * (2 * m - 1) / 6, s->m_sy,
+			     s->m_sxy, s->m_syy);
+	by_time = c->n >= 3 && t.rising && t.r2 >= MT_GROWTH_MIN_R2 && t.slope * c->last_x >= 1;
+	/* two marks always fit a line: it takes three to say anything of the fit */
+	by_mark = m >= 3 && k.rising && k.r2 >= MT_GROWTH_MIN_R2 && k.slope >= 1;
+	if (!by_time && !by_mark)
+		return 0;
+	g.kind = s->kind;
+	g.stack = s->stack;
+	g.stack_instance = s->stack_instance;
+	g.bytes_per_second = (double)(t.slope * 1e9L);
+	g.grown_bytes = by_time ? (int64_t)(t.slope * c->last_x + 0.5L)
+				: (int64_t)(k.slope * (long double)(m - 1) + 0.5L);
+	g.r2 = (double)t.r2;
+	g.per_mark = m >= 2;
+	g.bytes_per_mark = (double)k.slope;
+	g.r2_per_mark = m >= 3 ? (double)k.r2 : 0;
+	if (d->ngrowth == d->growth_cap) {
+		size_t cap = d->growth_cap ? d->growth_cap * 2 : 16;
+		void *p = realloc(d->growth, cap * sizeof(*d->growth));
+		if (!p)
+			return -ENOMEM;
+		d->growth = p;
+		d->growth_cap = cap;
+	}
+	d->growth[d->ngrowth++] = g;
+	return 0;
+}
+
+static int cmp_growth(const void *a, const void *b)
+{
+	const struct mt_growth *x = a, *y = b;
+
+	if (x->grown_bytes != y->grown_bytes)
+		return x->grown_bytes > y->grown_bytes ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->stack_instance != y->stack_instance)
+		return x->stack_instance < y->stack_instance ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* ---- glibc's dynamic mmap threshold ---- */
+
+/*
+ * glibc serves a block of at least the mmap threshold (128 KiB) with its own
+ * mmap; when such a block is freed, the threshold rises to its size (up to
+ * 32 MiB), and from then on blocks below it come from the heap, which keeps
+ * their memory after free. We cannot see which blocks were mmapped, so a
+ * free of a host block in that range stands for it.
+ */
+void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
+			    uint64_t time)
+{
+	struct mt_mmap_threshold *m = &d->mmap_threshold;
+
+	if (size < GLIBC_MMAP_THRESHOLD || size > GLIBC_MMAP_THRESHOLD_MAX || size <= m->threshold)
+		return;
+	if (!m->raised) {
+		m->raised = true;
+		m->raise_time = time;
+		m->raise_sample = in->nsamples;
+	}
+	m->threshold = size;
+}
+
+void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size)
+{
+	struct mt_mmap_threshold *m = &d->mmap_threshold;
+
+	if (m->raised && size >= GLIBC_MMAP_THRESHOLD && size < m->threshold) {
+		m->large_after++;
+		m->large_after_bytes += size;
+	}
+}
+
+/* ---- the series ---- */
+
+static void summarize(struct mt_memory_over_time *mem, const struct mt_instance *in)
+{
+	const struct mt_sample_point *first, *last;
+
+	memset(mem, 0, sizeof(*mem));
+	if (!in->nsamples)
+		return;
+	first = &in->samples[0];
+	last = &in->samples[in->nsamples - 1];
+	mem->samples = in->nsamples;
+	mem->rss_first = first->values[MT_SAMPLE_RSS];
+	mem->rss_last = last->values[MT_SAMPLE_RSS];
+	mem->pss_first = first->values[MT_SAMPLE_PSS];
+	mem->pss_last = last->values[MT_SAMPLE_PSS];
+	mem->private_dirty_first = first->values[MT_SAMPLE_PRIVATE_DIRTY];
+	mem->private_dirty_last = last->values[MT_SAMPLE_PRIVATE_DIRTY];
+	mem->heap_arena_last = last->values[MT_SAMPLE_HEAP_ARENA];
+	mem->heap_in_use_last = last->values[MT_SAMPLE_HEAP_IN_USE];
+	mem->heap_free_last = last->values[MT_SAMPLE_HEAP_FREE];
+	mem->heap_trimmable_last = last->values[MT_SAMPLE_HEAP_TRIMMABLE];
+	mem->heap_mmapped_last = last->values[MT_SAMPLE_HEAP_MMAPPED];
+	for (uint64_t i = 0; i < in->nsamples; i++) {
+		const uint64_t *v = in->samples[i].values;
+		if (v[MT_SAMPLE_RSS] > mem->rss_peak) {
+			mem->rss_peak = v[MT_SAMPLE_RSS];
+			mem->rss_peak_time = in->samples[i].time;
+		}
+		if (v[MT_SAMPLE_PSS] > mem->pss_peak)
+			mem->pss_peak = v[MT_SAMPLE_PSS];
+		if (v[MT_SAMPLE_PRIVATE_DIRTY] > mem->private_dirty_peak)
+			mem->private_dirty_peak = v[MT_SAMPLE_PRIVATE_DIRTY];
+		if (v[MT_SAMPLE_CGROUP_CURRENT] > mem->cgroup_current_peak)
+			mem->cgroup_current_peak = v[MT_SAMPLE_CGROUP_CURRENT];
+		if (v[MT_SAMPLE_CGROUP_MAX])
+			mem->cgroup_max = v[MT_SAMPLE_CGROUP_MAX];
+	}
+}
+
+static struct mt_finding *finding(struct mt_fragmentation *f, const char *name, uint64_t figure)
+{
+	struct mt_finding *x;
+
+	if (f->nfindings == MT_FINDINGS_MAX)
+		return NULL;
+	x = &f->findings[f->nfindings++];
+	memset(x, 0, sizeof(*x));
+	x->name = name;
+	x->figure = figure;
+	return x;
+}
+
+static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance *in,
+			   const struct mt_clock_fit *fit)
+{
+	char gap[32], rss[32], live[32], hfree[32], trim[32], mm[32];
+	struct mt_finding *x;
+	uint64_t g = (uint64_t)f->rss_minus_live_peak;
+	double at = (double)(mt_clock_ns(fit, f->time) - mt_clock_ns(fit, in->start_time)) / 1e9;
+
+	/* a gap under a quarter of RSS is code, stacks and ordinary allocator slack */
+	if (f->rss_minus_live_peak < (int64_t)FINDING_GAP_MIN || g < f->rss / 4)
+		return;
+	if (!(x = finding(f, "rss-above-live", g)))
+		return;
+	size_text(gap, sizeof(gap), g);
+	size_text(rss, sizeof(rss), f->rss);
+	size_text(live, sizeof(live), f->live_host_bytes);
+	size_text(hfree, sizeof(hfree), f->heap_free);
+	size_text(trim, sizeof(trim), f->heap_trimmable);
+	size_text(mm, sizeof(mm), in->kind[MT_KIND_MMAP].live_bytes);
+	snprintf(x->text, sizeof(x->text),
+		 "RSS %s is %s above the %s of heap blocks live (at %.3f s); the heap held %s free, "
+		 "%s of it trimmable",
+		 rss, gap, live, at, hfree, trim);
+	if (f->heap_free >= g / 2)
+		/* the sampler's thread is one of in->threads: more than two means the program's own */
+		snprintf(x->advice, sizeof(x->advice),
+			 "the gap is free memory the malloc heap keeps: malloc_trim(0) after the phase "
+			 "that freed it returns the %s trimmable at once, and of the rest only whole free "
+			 "pages (holes between live blocks are not); lower MALLOC_TRIM_THRESHOLD_ so glibc "
+			 "trims by itself%s; MALLOC_MMAP_THRESHOLD_ keeps large blocks out of the heap; "
+			 "an allocator that returns memory eagerly (jemalloc, tcmalloc) is the lasting fix",
+			 trim, in->threads > 2 ? "; with several threads, MALLOC_ARENA_MAX=2 stops per-thread "
+						  "arenas from each keeping free memory" : "");
+	else
+		snprintf(x->advice, sizeof(x->advice),
+			 "most of the gap is not free heap memory: libraries' code and data, thread "
+			 "stacks, file mappings, memory of allocators memtrace does not see (anonymous "
+			 "mmap live at the end: %s); compare Pss and Private_Dirty%s",
+			 mm, in->threads > 2 ? ", and MALLOC_ARENA_MAX=2 if many threads each have an arena" : "");
+}
+
+static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_over_time *mem)
+{
+	char a[32], b[32], c[32];
+	struct mt_finding *x;
+	uint64_t inside = mem->heap_free_last > mem->heap_trimmable_last
+				  ? mem->heap_free_last - mem->heap_trimmable_last : 0;
+
+	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole pages) */
+	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last && inside >= mem->heap_arena_last / 4 &&
+	    (x = finding(f, "heap-fragmented", inside))) {
+		size_text(a, sizeof(a), inside);
+		size_text(b, sizeof(b), mem->heap_arena_last);
+		size_text(c, sizeof(c), mem->heap_in_use_last);
+		snprintf(x->text, sizeof(x->text),
+			 "at the end %s of the %s heap was free in pieces between blocks in use (%s in "
+			 "use): free() cannot give it back, and a large request may find no piece big "
+			 "enough",
+			 a, b, c);
+		snprintf(x->advice, sizeof(x->advice),
+			 "malloc_trim(0) returns the whole free pages inside the heap; allocate long-lived "
+			 "and short-lived objects apart (or from a pool), or use jemalloc/tcmalloc, which "
+			 "fragment less");
+	}
+	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
+	    (x = finding(f, "trimmable-top", mem->heap_trimmable_last))) {
+		size_text(a, sizeof(a), mem->heap_trimmable_last);
+		snprintf(x->text, sizeof(x->text),
+			 "at the end the top of the heap held %s free that glibc did not give back "
+			 "(glibc's trim threshold rises with its mmap threshold)",
+			 a);
+		snprintf(x->advice, sizeof(x->advice),
+			 "malloc_trim(0) returns these %s at once; MALLOC_TRIM_THRESHOLD_ (in bytes) fixes "
+			 "the threshold so glibc trims by itself",
+			 a);
+	}
+}
+
+static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_instance *in,
+				   const struct mt_mmap_threshold *m)
+{
+	const struct mt_sample_point *base;
+	uint64_t arena_max = 0, mmapped_max = 0, grew;
+	char t[32], l[32], g[32], mm[32];
+	struct mt_finding *x;
+
+	if (!m->raised || !m->large_after || !in->nsamples)
+		return;
+	/* the heap before the raise, or the first look at it after */
+	base = &in->samples[m->raise_sample ? m->raise_sample - 1 : 0];
+	for (uint64_t i = m->raise_sample; i < in->nsamples; i++) {
+		const uint64_t *v = in->samples[i].values;
+		if (v[MT_SAMPLE_HEAP_ARENA] > arena_max)
+			arena_max = v[MT_SAMPLE_HEAP_ARENA];
+		if (v[MT_SAMPLE_HEAP_MMAPPED] > mmapped_max)
+			mmapped_max = v[MT_SAMPLE_HEAP_MMAPPED];
+	}
+	/* the large blocks went to the arena, not to mmap */
+	if (arena_max <= base->values[MT_SAMPLE_HEAP_ARENA] ||
+	    mmapped_max > base->values[MT_SAMPLE_HEAP_MMAPPED])
+		return;
+	grew = arena_max - base->values[MT_SAMPLE_HEAP_ARENA];
+	if (grew < MIB || !(x = finding(f, "mmap-threshold-raised", grew)))
+		return;
+	size_text(t, sizeof(t), m->threshold);
+	size_text(l, sizeof(l), m->large_after_bytes);
+	size_text(g, sizeof(g), grew);
+	size_text(mm, sizeof(mm), base->values[MT_SAMPLE_HEAP_MMAPPED]);
+	snprintf(x->text, sizeof(x->text),
+		 "a free of a %s block raised glibc's dynamic mmap threshold to %s: %" PRIu64
+		 " later blocks of 128 KiB or more (%s) came from the heap instead of mmap; the arena "
+		 "grew by %s while mmapped memory stayed at %s or below",
+		 t, t, m->large_after, l, g, mm);
+	snprintf(x->advice, sizeof(x->advice),
+		 "set MALLOC_MMAP_THRESHOLD_=131072 (any fixed value turns the dynamic threshold off), "
+		 "so large blocks stay mmapped and go back to the system when freed");
+}
+
+int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
+			const struct mt_clock_fit *fit)
+{
+	struct mt_fragmentation *f = &d->frag;
+
+	if (d->ngrowth > 1)
+		qsort(d->growth, d->ngrowth, sizeof(*d->growth), cmp_growth);
+	summarize(&d->mem, in);
+	memset(f, 0, sizeof(*f));
+	for (uint64_t i = 0; i < in->nsamples; i++) {
+		const struct mt_sample_point *s = &in->samples[i];
+		int64_t gap = (int64_t)s->values[MT_SAMPLE_RSS] - (int64_t)s->live_host;
+		if (!s->values[MT_SAMPLE_RSS])
+			continue; /* RSS unknown */
+		if (!f->have || gap > f->rss_minus_live_peak) {
+			f->have = true;
+			f->rss_minus_live_peak = gap;
+			f->time = s->time;
+			f->rss = s->values[MT_SAMPLE_RSS];
+			f->live_host_bytes = s->live_host;
+			f->heap_free = s->values[MT_SAMPLE_HEAP_FREE];
+			f->heap_trimmable = s->values[MT_SAMPLE_HEAP_TRIMMABLE];
+			/* certain: the free top chunk; whole free pages inside the heap may come
+			 * back too, but mallinfo cannot say how many (none, between small holes) */
+			f->trim_would_return = f->heap_trimmable;
+		}
+	}
+	if (f->have)
+		rss_above_live(f, in, fit);
+	if (d->mem.samples) {
+		heap_findings(f, &d->mem);
+		mmap_threshold_finding(f, in, &d->mmap_threshold);
+	}
+	memset(&d->post_mortem, 0, sizeof(d->post_mortem));
+	d->post_mortem.killed = in->end == MT_END_KILLED;
+	if (d->post_mortem.killed && in->nsamples) {
+		const struct mt_sample_point *s = &in->samples[in->nsamples - 1];
+		d->post_mortem.have_sample = true;
+		d->post_mortem.last_rss = s->values[MT_SAMPLE_RSS];
+		d->post_mortem.cgroup_current = s->values[MT_SAMPLE_CGROUP_CURRENT];
+		d->post_mortem.cgroup_max = s->values[MT_SAMPLE_CGROUP_MAX];
+		d->post_mortem.time = s->time;
+	}
+	return 0;
+}
+
+void mt_diagnosis_free(struct mt_diagnosis *d)
+{
+	free(d->growth);
+	memset(d, 0, sizeof(*d));
+}
+
+const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in, uint64_t time)
+{
+	uint64_t lo = 0, hi = in->nsamples;
+
+	/* samples are in time order: the first one after `time`, less one */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (in->samples[mid].time <= time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &in->samples[lo - 1] : NULL;
+}
+
+/* ---- the tree ---- */
+
+struct tree_event {
+	uint64_t slot;
+	uint64_t ns;
+	uint32_t proc;
+	bool end; /* the process is gone from this slot on */
+	uint64_t rss, pss;
+};
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct tree_event *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	if (x->end != y->end)
+		return x->end ? -1 : 1;
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
+		      const struct mt_clock_fit *fit)
+{
+	struct tree_event *ev;
+	uint64_t nev = 0, total = 0, origin = UINT64_MAX, rss = 0, pss = 0;
+	uint64_t *cur_rss, *cur_pss;
+
+	memset(t, 0, sizeof(*t));
+	t->processes = n;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t s = mt_clock_ns(fit, ins[i]->start_time);
+		if (ins[i]->have_process && s < origin)
+			origin = s;
+		if (ins[i]->nsamples) {
+			total += ins[i]->nsamples + 1;
+			t->sampled++;
+		}
+	}
+	if (!total)
+		return 0;
+	ev = malloc(total * sizeof(*ev));
+	cur_rss = calloc(n, sizeof(*cur_rss));
+	cur_pss = calloc(n, sizeof(*cur_pss));
+	if (!ev || !cur_rss || !cur_pss) {
+		free(ev);
+		free(cur_rss);
+		free(cur_pss);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mt_instance *in = ins[i];
+		uint64_t end_ns;
+		if (!in->nsamples)
+			continue;
+		for (uint64_t j = 0; j < in->nsamples; j++) {
+			uint64_t ns = mt_clock_ns(fit, in->samples[j].time);
+			ev[nev++] = (struct tree_event){ ns / MT_TREE_SLOT_NS, ns, i, false,
+							 in->samples[j].values[MT_SAMPLE_RSS],
+							 in->samples[j].values[MT_SAMPLE_PSS] };
+		}
+		/* a process counts until the slot of its last record */
+		end_ns = mt_clock_ns(fit, in->end_time);
+		ev[nev++] = (struct tree_event){ end_ns / MT_TREE_SLOT_NS + 1, end_ns, i, true, 0, 0 };
+	}
+	qsort(ev, nev, sizeof(*ev), cmp_event);
+	for (uint64_t i = 0; i < nev;) {
+		uint64_t slot = ev[i].slot, last_ns = ev[i].ns;
+		for (; i < nev && ev[i].slot == slot; i++) {
+			const struct tree_event *e = &ev[i];
+			rss -= cur_rss[e->proc];
+			pss -= cur_pss[e->proc];
+			cur_rss[e->proc] = e->end ? 0 : e->rss;
+			cur_pss[e->proc] = e->end ? 0 : e->pss;
+			rss += cur_rss[e->proc];
+			pss += cur_pss[e->proc];
+			if (!e->end)
+				last_ns = e->ns;
+		}
+		if (rss > t->combined_rss_peak) {
+			t->combined_rss_peak = rss;
+			t->time_ns = origin != UINT64_MAX && last_ns > origin ? last_ns - origin : 0;
+		}
+		if (pss > t->combined_pss_peak)
+			t->combined_pss_peak = pss;
+	}
+	free(ev);
+	free(cur_rss);
+	free(cur_pss);
+	return 0;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Diagnosis: from one replayed process instance, the causes of running out
+ * of memory rather than the figures alone. Growth (stacks whose live bytes
+ * climb, fitted by least squares over the replay's checkpoints, per second
+ * and per MARK); the sampler's series (RSS, Pss, Private_Dirty, the glibc
+ * heap, the cgroup) with the fragmentation findings it supports, each with
+ * its figure and what to do; the post-mortem of a killed process; and, over
+ * all instances, the process tree's combined RSS and Pss.
+ *
+ * The analysis (analysis.c) feeds it: every stack's growth sums at the end
+ * of an instance, the frees and large allocations that move glibc's dynamic
+ * mmap threshold as they are replayed (O(1) each), then finish.
+ *
+ * May not: print, symbolize, or keep anything per event. Errors are
+ * negative errno.
+ */
+#ifndef MEMTRACE_ANALYZER_DIAGNOSIS_H
+#define MEMTRACE_ANALYZER_DIAGNOSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay.h"
+
+/* A stack whose live bytes grow. */
+struct mt_growth {
+	enum mt_kind kind;
+	uint32_t stack, stack_instance;
+	double bytes_per_second; /* least-squares slope of live bytes over time */
+	int64_t grown_bytes;     /* what the fit says grew over the instance's life */
+	bool per_mark;           /* two marks or more: bytes_per_mark is known */
+	double bytes_per_mark;   /* slope of live bytes over the mark index */
+	double r2;               /* of the fit over time */
+	double r2_per_mark;      /* of the fit over marks; 0 without 3 marks */
+};
+
+/* The fit must explain this much of the variance for a stack to be called growing. */
+#define MT_GROWTH_MIN_R2 0.5
+
+/* The sampler's series, summed up. */
+struct mt_memory_over_time {
+	uint64_t samples; /* 0: no SAMPLE records, the rest is meaningless */
+	uint64_t rss_first, rss_last, rss_peak, rss_peak_time;
+	uint64_t pss_first, pss_last, pss_peak;
+	uint64_t private_dirty_first, private_dirty_last, private_dirty_peak;
+	uint64_t heap_arena_last, heap_in_use_last, heap_free_last, heap_trimmable_last,
+		heap_mmapped_last;
+	uint64_t cgroup_current_peak, cgroup_max; /* cgroup_max: the last known limit, 0 none */
+};
+
+#define MT_FINDINGS_MAX 6
+
+struct mt_finding {
+	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top", "mmap-threshold-raised" */
+	uint64_t figure;  /* bytes: the figure that justifies it */
+	char text[384];   /* what was seen */
+	char advice[640]; /* what to do */
+};
+
+struct mt_fragmentation {
+	bool have; /* a sample with RSS known */
+	/* the sample where RSS minus live host bytes was largest (may be negative) */
+	int64_t rss_minus_live_peak;
+	uint64_t time; /* ticks */
+	uint64_t rss, live_host_bytes, heap_free, heap_trimmable;
+	/*
+	 * What malloc_trim(0) would give back at that moment, at most: the
+	 * heap's free bytes (fordblks). glibc's malloc_trim releases the top
+	 * chunk (keepcost, the trimmable figure) and also every whole free page
+	 * inside the arenas (MADV_DONTNEED), so fordblks is its upper bound and
+	 * keepcost its lower one.
+	 */
+	uint64_t trim_would_return;
+	struct mt_finding findings[MT_FINDINGS_MAX];
+	uint32_t nfindings;
+};
+
+/* A killed process: its last sample. */
+struct mt_post_mortem {
+	bool killed;
+	bool have_sample;
+	uint64_t last_rss, cgroup_current, cgroup_max;
+	uint64_t time; /* ticks of the last sample */
+};
+
+/* The state that finds glibc's dynamic mmap threshold rising. */
+struct mt_mmap_threshold {
+	bool raised;
+	uint64_t raise_time;   /* ticks of the first free that raised it */
+	uint64_t raise_sample; /* samples before it */
+	uint64_t threshold;    /* the largest such free: the threshold now */
+	uint64_t large_after, large_after_bytes; /* blocks of 128 KiB .. threshold since */
+};
+
+struct mt_diagnosis {
+	struct mt_growth *growth; /* sorted by grown_bytes, largest first */
+	size_t ngrowth, growth_cap;
+	struct mt_memory_over_time mem;
+	struct mt_fragmentation frag;
+	struct mt_post_mortem post_mortem;
+	struct mt_mmap_threshold mmap_threshold;
+};
+
+/* The tree of processes: the sum of every process's latest sample per 10 ms slot. */
+#define MT_TREE_SLOT_NS 10000000ull
+struct mt_tree {
+	uint32_t processes;         /* instances in the trace */
+	uint32_t sampled;           /* of them, with samples */
+	uint64_t combined_rss_peak; /* 0 when no samples */
+	uint64_t combined_pss_peak;
+	uint64_t time_ns;           /* of the RSS peak, ns from the first process's start */
+};
+
+/* One stack's growth sums (after the instance's replay); keeps it if it grows. */
+int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
+			   const struct mt_stack_stats *s);
+/* During the replay: a host FREE of `size` bytes; a host allocation of `size`. */
+void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
+			    uint64_t time);
+void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
+/* After every stack was added: sorts, sums up the series, makes the findings. */
+int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
+			const struct mt_clock_fit *fit);
+void mt_diagnosis_free(struct mt_diagnosis *d);
+
+/* The last sample of `in` at or before `time`, NULL if none. */
+const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in, uint64_t time);
+
+int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
+		      const struct mt_clock_fit *fit);
+
+#endif

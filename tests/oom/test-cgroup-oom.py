@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: MIT
+"""samples/cgroup-oom under a 64 MiB cgroup limit: the kernel's OOM killer
+ends it with SIGKILL, and the report's post-mortem names the cause: the last
+RSS close to the limit, the live set at death (k responses of 1 MiB and
+their cache entries) and cache's growth by build_response's stack."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+from oomtest import BIN, MiB, check, diagnosis, functions, main, memory_cgroup, names, near, program, report, run, traced_env, workdir
+
+LIMIT = 64 * MiB
+
+
+def alloc_times_ms(trace, size):
+    """The times (ms from the process's start) of the trace's allocations of size bytes."""
+    out = run([BIN, "dump", trace])
+    check(out.returncode == 0, f"memtrace dump failed: {out.stderr.decode()}")
+    return [float(m.group(1)) for m in re.finditer(rf"t=\+([0-9.]+)ms ALLOC \w+ \S+ size {size} ",
+                                                   out.stdout.decode())]
+
+
+def test_killed_at_the_limit():
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    with memory_cgroup(LIMIT) as enter:
+        p = subprocess.Popen([program("cgroup-oom")], env=traced_env(trace), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, preexec_fn=enter)
+        check(p.stdout.readline() == b"ready\n", f"cgroup-oom did not start: {p.stderr.read()!r}")
+        status = p.wait(timeout=120)
+    check(status == -signal.SIGKILL, f"expected the OOM killer's SIGKILL, got {status}")
+    (proc,) = report(trace)["processes"]
+    check(proc["end"] == "killed", f"end is {proc['end']}, not killed")
+
+    pm = diagnosis(proc, "post_mortem")
+    check(pm is not None, "no post_mortem for a killed process")
+    check(pm["cgroup_max"] == LIMIT, f"post_mortem cgroup_max {pm['cgroup_max']}, not {LIMIT}")
+    # RSS counts shared file pages (libc, ...) charged to other groups, so it may pass the limit a little
+    check(0.75 * LIMIT <= pm["last_rss"] <= 1.1 * LIMIT, f"the last RSS {pm['last_rss']} is not near the 64 MiB limit")
+    check(pm["cgroup_current"] >= 0.9 * LIMIT, f"the cgroup's last use {pm['cgroup_current']} is not at the limit")
+
+    # live at death: k responses of 1 MiB and a cache entry (24 bytes) for each
+    # but perhaps the last, whose memset the kill interrupted
+    host = proc["memories"]["host"]
+    live = pm["live_at_death"]["host"]
+    k = live // MiB
+    check(k >= 40 and live == host["leaked_bytes"], f"live at death {live}, leaked {host['leaked_bytes']}")
+    check(live in (k * MiB + k * 24, k * MiB + (k - 1) * 24), f"live at death {live} is not {k} x (1 MiB + 24)")
+
+    growing = pm["growing"]
+    check(growing, "post_mortem.growing is empty")
+    top = growing[0]
+    check(top["kind"] == "host" and names(top["stack"], "build_response"),
+          f"the top growing stack is not build_response's: {functions(top['stack'])}")
+    # the truth of the rate, from the trace's own record of the 1 MiB allocations
+    times = alloc_times_ms(trace, MiB)
+    check(len(times) == k, f"the dump shows {len(times)} allocations of 1 MiB, not {k}")
+    truth = (k - 1) * MiB / ((times[-1] - times[0]) / 1e3)
+    near("build_response's bytes_per_second", top["bytes_per_second"], truth, 0.10)
+    # grown_bytes is the fitted line's rise over the whole run, not a measured delta
+    near("build_response's grown_bytes", top["grown_bytes"], k * MiB, 0.20)
+    shutil.rmtree(d)
+
+
+main({"killed_at_the_limit": test_killed_at_the_limit})

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""samples/heap-fragmentation: 100,000 blocks of 512 bytes, every other one
+freed. The report's last-sample heap figures must be glibc's own (the
+sample prints mallinfo2's arena, fordblks and keepcost), RSS must stand
+well above the live bytes, and the finding must say fragmentation, with
+what malloc_trim(0) would really return: next to nothing, since no page of
+the heap is wholly free (the sample measures it with "trim")."""
+import os
+import re
+import shutil
+
+from oomtest import MiB, check, diagnosis, main, near, program, report, run, run_traced, workdir
+
+LIVE = 50000 * 512
+
+
+def mallinfo(stdout):
+    m = re.search(rb"arena (\d+) fordblks (\d+) keepcost (\d+)", stdout)
+    check(m, f"the sample did not print mallinfo2's figures: {stdout!r}")
+    return [int(x) for x in m.groups()]
+
+
+def traced():
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    out = run_traced([program("heap-fragmentation")], trace)
+    check(out.returncode == 0, f"heap-fragmentation failed: {out.stderr.decode()}")
+    (proc,) = report(trace)["processes"]
+    shutil.rmtree(d)
+    return mallinfo(out.stdout), proc
+
+
+def test_heap_figures_are_glibcs():
+    (arena, fordblks, keepcost), proc = traced()
+    mot = diagnosis(proc, "memory_over_time")
+    near("heap_arena_last", mot["heap_arena_last"], arena, 0.05)
+    near("heap_free_last", mot["heap_free_last"], fordblks, 0.05)
+    near("heap_trimmable_last", mot["heap_trimmable_last"], keepcost, 0.05)
+
+
+def test_fragmentation_found():
+    (arena, fordblks, keepcost), proc = traced()
+    check(proc["memories"]["host"]["leaked_bytes"] == LIVE, f"live at exit is not {LIVE}")
+    fr = diagnosis(proc, "fragmentation")
+    check(fr["live_host_bytes"] == LIVE, f"fragmentation.live_host_bytes {fr['live_host_bytes']}, not {LIVE}")
+    # RSS above live: at least the free half of the heap
+    check(fr["rss_minus_live_peak"] >= fordblks and fr["rss"] - fr["live_host_bytes"] == fr["rss_minus_live_peak"],
+          f"rss_minus_live_peak {fr['rss_minus_live_peak']} is below the heap's {fordblks} free bytes")
+    near("fragmentation.heap_free", fr["heap_free"], fordblks, 0.05)
+    found = {f["finding"]: f for f in fr["findings"]}
+    check("heap-fragmented" in found, f"no heap-fragmented finding: {sorted(found)}")
+    near("heap-fragmented's figure", found["heap-fragmented"]["figure"], fordblks, 0.05)
+    for f in found.values():
+        check(f["text"] and f["advice"], f"finding {f['finding']} without text or advice")
+
+
+def test_trim_would_return_what_trim_returns():
+    out = run([program("heap-fragmentation"), "trim"])
+    m = re.search(rb"malloc_trim returned (-?\d+)", out.stdout)
+    check(out.returncode == 0 and m, f"heap-fragmentation trim: {out.stdout!r} {out.stderr!r}")
+    returned = max(int(m.group(1)), 0)
+    _, proc = traced()
+    fr = diagnosis(proc, "fragmentation")
+    # every free block is a 528-byte hole between live ones: no whole page to give back
+    check(abs(fr["trim_would_return"] - returned) <= 1 * MiB,
+          f"trim_would_return is {fr['trim_would_return']}, but malloc_trim(0) returned {returned}")
+
+
+main({
+    "heap_figures_are_glibcs": test_heap_figures_are_glibcs,
+    "fragmentation_found": test_fragmentation_found,
+    "trim_would_return_what_trim_returns": test_trim_would_return_what_trim_returns,
+})

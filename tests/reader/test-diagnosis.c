@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the diagnosis (analyzer/diagnosis.c through the whole
+ * analysis) on synthetic traces, with exact figures: the growth fit per
+ * mark and per second, the RSS-minus-live peak, the post-mortem of a killed
+ * process, the heap figures before a failed allocation, glibc's raised mmap
+ * threshold and the process tree's combined peak.
+ *
+ * `test-diagnosis DIR` also leaves the traces in DIR, for a look with
+ * `memtrace report`.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "test-common.h"
+#include "trace-builder.h"
+
+#define CHUNK 65536u
+#define KiB 1024ull
+#define MiB (1024ull * 1024ull)
+#define MS 1000000ull
+
+static const char *keep_dir;
+
+static struct mt_analysis *analyze(struct tb *b, const char *name)
+{
+	char path[512];
+	struct mt_analysis *a = NULL;
+	struct mt_error err = { 0 };
+	FILE *f;
+	int r;
+
+	if (keep_dir)
+		snprintf(path, sizeof(path), "%s/%s.trace", keep_dir, name);
+	else
+		snprintf(path, sizeof(path), "/tmp/test-diagnosis-%d-%s.trace", (int)getpid(), name);
+	f = fopen(path, "wb");
+	CHECK(f != NULL);
+	if (!f)
+		return NULL;
+	CHECK_EQ(fwrite(b->buf, 1, b->size, f), b->size);
+	fclose(f);
+	r = mt_analysis_open(&a, path, NULL, &err);
+	if (r < 0)
+		fprintf(stderr, "%s: %s at %" PRIu64 "\n", name, err.message, err.offset);
+	CHECK_EQ(r, 0);
+	if (!keep_dir)
+		unlink(path);
+	tb_free_buf(b);
+	return a;
+}
+
+static void sample(struct tb *b, uint64_t t, uint64_t rss, uint64_t pss, uint64_t pd, uint64_t arena,
+		   uint64_t in_use, uint64_t hfree, uint64_t trim, uint64_t mmapped, uint64_t cg_cur,
+		   uint64_t cg_max)
+{
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { rss, pss, pd, arena, in_use, hfree, trim, mmapped, cg_cur, cg_max };
+
+	tb_sample(b, t, t, v, MT_SAMPLE_FIELD_COUNT);
+}
+
+static const struct mt_growth *growth_of(const struct mt_diagnosis *d, uint32_t stack)
+{
+	for (size_t i = 0; i < d->ngrowth; i++)
+		if (d->growth[i].stack == stack)
+			return &d->growth[i];
+	return NULL;
+}
+
+/*
+ * Stack 1 grows by exactly 1 MiB per step, a mark after each step, over 10
+ * steps at 1 ms each; stack 2 holds 5 MiB from the start; stack 3 is a
+ * temporary of every step. Samples carry RSS: the gap peaks at 5.6 ms.
+ */
+static void test_growth_and_rss(void)
+{
+	uint64_t frames[] = { 0x401000, 0x402000 };
+	struct mt_analysis *a;
+	struct tb b;
+	char label[32];
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1 * MS);
+	tb_process(&b, 1 * MS, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_stack(&b, 1, 2, frames);
+	tb_alloc(&b, 1 * MS + 10, MT_FN_MALLOC, 0x100000, 5 * MiB, 2);
+	for (int i = 0; i < 10; i++) {
+		uint64_t t = 2 * MS + (uint64_t)i * MS;
+		tb_alloc(&b, t, MT_FN_MALLOC, 0x10000000 + (uint64_t)i * 0x200000, MiB, 1);
+		tb_alloc(&b, t + 100, MT_FN_MALLOC, 0x9000000, 3 * MiB, 3);
+		tb_free(&b, t + 200, 0x9000000);
+		snprintf(label, sizeof(label), "step %d", i);
+		tb_mark(&b, t + 500, label);
+	}
+	tb_exit(&b, 12 * MS, MT_EXIT_MAIN_RETURN, 0);
+	/* the sampler thread */
+	tb_chunk(&b, 1, 100, 101, 1 * MS);
+	sample(&b, 5 * MS + 600000, 100 * MiB, 90 * MiB, 80 * MiB, 60 * MiB, 10 * MiB, 50 * MiB,
+	       40 * MiB, 0, 0, 0);
+	sample(&b, 9 * MS + 600000, 20 * MiB, 18 * MiB, 16 * MiB, 14 * MiB, 13 * MiB, 1 * MiB,
+	       512 * KiB, 0, 0, 0);
+	a = analyze(&b, "growth");
+	if (!a)
+		return;
+	{
+		const struct mt_process_result *p = &a->procs[0];
+		const struct mt_diagnosis *d = &p->diag;
+		const struct mt_growth *g = growth_of(d, 1);
+
+		CHECK_EQ(p->in->nmarks, 10);
+		CHECK_STR(p->in->marks[3].label, "step 3");
+		CHECK_EQ(p->in->marks[3].live[MT_KIND_HOST], 5 * MiB + 4 * MiB);
+		CHECK_EQ(d->ngrowth, 1);
+		CHECK(g != NULL);
+		CHECK(growth_of(d, 2) == NULL); /* flat */
+		CHECK(growth_of(d, 3) == NULL); /* temporary */
+		if (g) {
+			CHECK(g->per_mark);
+			CHECK(fabs(g->bytes_per_mark - (double)MiB) <= 0.01 * MiB);
+			/* 1 MiB per ms: 1 GiB/s, within the fit's sampling of a staircase */
+			CHECK(fabs(g->bytes_per_second - 1024.0 * MiB) <= 0.1 * 1024.0 * MiB);
+			CHECK(g->grown_bytes >= (int64_t)(9 * MiB) && g->grown_bytes <= (int64_t)(12 * MiB));
+			CHECK(g->r2 > 0.9);
+			CHECK_EQ(g->kind, MT_KIND_HOST);
+		}
+		/* the gap peaks at the first sample: 100 MiB RSS, 5 + 4 MiB live */
+		CHECK(d->frag.have);
+		CHECK_EQ(d->frag.rss_minus_live_peak, 100 * MiB - 9 * MiB);
+		CHECK_EQ(d->frag.rss, 100 * MiB);
+		CHECK_EQ(d->frag.live_host_bytes, 9 * MiB);
+		CHECK_EQ(d->frag.heap_free, 50 * MiB);
+		CHECK_EQ(d->frag.heap_trimmable, 40 * MiB);
+		CHECK_EQ(d->frag.trim_would_return, 40 * MiB); /* the top chunk: what is certain */
+		CHECK_EQ(mt_analysis_since_start(a, p->in, d->frag.time), 4 * MS + 600000);
+		CHECK(d->frag.nfindings >= 1);
+		CHECK_STR(d->frag.findings[0].name, "rss-above-live");
+		CHECK_EQ(d->frag.findings[0].figure, 91 * MiB);
+		CHECK(strstr(d->frag.findings[0].advice, "malloc_trim(0)") != NULL);
+		CHECK_EQ(d->mem.samples, 2);
+		CHECK_EQ(d->mem.rss_first, 100 * MiB);
+		CHECK_EQ(d->mem.rss_last, 20 * MiB);
+		CHECK_EQ(d->mem.rss_peak, 100 * MiB);
+		CHECK_EQ(d->mem.private_dirty_peak, 80 * MiB);
+		CHECK_EQ(d->mem.heap_trimmable_last, 512 * KiB);
+		CHECK(!d->post_mortem.killed);
+	}
+	mt_analysis_free(a);
+}
+
+/* Killed at a cgroup limit while stack 1 grew; a failed malloc after a sample. */
+static void test_post_mortem(void)
+{
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 200, 200, 1 * MS);
+	tb_process(&b, 1 * MS, 200, 1, MT_ORIGIN_ROOT, 0, "/k", "k", 1);
+	tb_alloc(&b, 1 * MS + 1, MT_FN_MALLOC, 0x100000, 7 * MiB, 2);
+	for (int i = 0; i < 20; i++)
+		tb_alloc(&b, 2 * MS + (uint64_t)i * MS, MT_FN_MALLOC, 0x10000000 + (uint64_t)i * 0x2000000,
+			 16 * MiB, 1);
+	tb_fail(&b, 22 * MS + 500, MT_FN_MALLOC, 1536 * MiB, 4, ENOMEM);
+	tb_alloc(&b, 23 * MS, MT_FN_MALLOC, 0x200000, 1000, 5);
+	/* no EXIT: killed */
+	tb_chunk(&b, 1, 200, 201, 1 * MS);
+	sample(&b, 10 * MS, 200 * MiB, 190 * MiB, 180 * MiB, 0, 0, 0, 0, 0, 220 * MiB, 512 * MiB);
+	sample(&b, 22 * MS, 500 * MiB, 490 * MiB, 480 * MiB, 0, 0, 1638 * MiB, 0, 0, 505 * MiB, 512 * MiB);
+	sample(&b, 23 * MS, 512 * MiB, 500 * MiB, 490 * MiB, 0, 0, 1638 * MiB, 0, 0, 520 * MiB, 512 * MiB);
+	a = analyze(&b, "killed");
+	if (!a)
+		return;
+	{
+		const struct mt_process_result *p = &a->procs[0];
+		const struct mt_diagnosis *d = &p->diag;
+		const struct mt_kind_result *h = &p->kind[MT_KIND_HOST];
+
+		CHECK(d->post_mortem.killed);
+		CHECK(d->post_mortem.have_sample);
+		CHECK_EQ(d->post_mortem.last_rss, 512 * MiB);
+		CHECK_EQ(d->post_mortem.cgroup_current, 520 * MiB);
+		CHECK_EQ(d->post_mortem.cgroup_max, 512 * MiB);
+		CHECK_EQ(mt_analysis_since_start(a, p->in, d->post_mortem.time), 22 * MS);
+		CHECK_EQ(h->leaked_bytes, 7 * MiB + 20 * 16 * MiB + 1000);
+		CHECK(d->ngrowth >= 1);
+		if (d->ngrowth) {
+			CHECK_EQ(d->growth[0].stack, 1);
+			CHECK(!d->growth[0].per_mark);
+		}
+		CHECK_EQ(d->mem.cgroup_current_peak, 520 * MiB);
+		CHECK_EQ(d->mem.cgroup_max, 512 * MiB);
+		/* the failure sees the sample at 22 ms, not the one after it */
+		CHECK_EQ(h->nfails, 1);
+		if (h->nfails) {
+			CHECK(h->fails[0].have_sample_before);
+			CHECK_EQ(h->fails[0].heap_free_before, 1638 * MiB);
+			CHECK_EQ(h->fails[0].rss_before, 500 * MiB);
+		}
+	}
+	mt_analysis_free(a);
+}
+
+/*
+ * A free of a 1 MiB block raises glibc's threshold; ten 512 KiB blocks
+ * follow and the arena grows by 6 MiB while mmapped memory shrinks.
+ */
+static void test_mmap_threshold(void)
+{
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x7f0000000000, MiB, 1);
+	tb_free(&b, 4 * MS, 0x7f0000000000);
+	for (int i = 0; i < 10; i++)
+		tb_alloc(&b, 5 * MS + (uint64_t)i * 1000, MT_FN_MALLOC, 0x1000000 + (uint64_t)i * 0x100000,
+			 512 * KiB, 2);
+	tb_exit(&b, 8 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 300, 301, 1 * MS);
+	sample(&b, 3 * MS, 10 * MiB, 0, 0, 2 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, MiB + 4096, 0, 0);
+	sample(&b, 7 * MS, 20 * MiB, 0, 0, 8 * MiB, 6 * MiB, 2 * MiB, 1 * MiB, 0, 0, 0);
+	a = analyze(&b, "mmap-threshold");
+	if (!a)
+		return;
+	{
+		const struct mt_fragmentation *f = &a->procs[0].diag.frag;
+		const struct mt_finding *x = NULL;
+
+		for (uint32_t i = 0; i < f->nfindings; i++)
+			if (!strcmp(f->findings[i].name, "mmap-threshold-raised"))
+				x = &f->findings[i];
+		CHECK(x != NULL);
+		if (x) {
+			CHECK_EQ(x->figure, 6 * MiB);
+			CHECK(strstr(x->advice, "MALLOC_MMAP_THRESHOLD_") != NULL);
+		}
+		CHECK_EQ(a->procs[0].diag.mmap_threshold.large_after, 10);
+		CHECK_EQ(a->procs[0].diag.mmap_threshold.threshold, MiB);
+	}
+	mt_analysis_free(a);
+}
+
+/*
+ * A parent and a forked worker: the tree's peak is the sum of each one's
+ * latest sample in the same 10 ms slot; the worker's Private_Dirty grows.
+ */
+static void test_tree(void)
+{
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 400, 400, 5 * MS);
+	tb_process(&b, 5 * MS, 400, 1, MT_ORIGIN_ROOT, 0, "/t", "t", 1);
+	tb_alloc(&b, 6 * MS, MT_FN_MALLOC, 0x100000, 100, 1);
+	tb_exit(&b, 45 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 400, 401, 5 * MS);
+	sample(&b, 12 * MS, 100 * MiB, 90 * MiB, 10 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	sample(&b, 22 * MS, 110 * MiB, 80 * MiB, 10 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	sample(&b, 32 * MS, 120 * MiB, 70 * MiB, 10 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	sample(&b, 42 * MS, 60 * MiB, 60 * MiB, 10 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	tb_chunk(&b, 2, 401, 401, 15 * MS);
+	tb_process(&b, 15 * MS, 401, 400, MT_ORIGIN_FORK, 1, "/t", "t", 1);
+	tb_exit(&b, 35 * MS, MT_EXIT_EXIT, 0);
+	tb_chunk(&b, 2, 401, 402, 15 * MS);
+	sample(&b, 21 * MS, 50 * MiB, 30 * MiB, 2 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	sample(&b, 25 * MS, 55 * MiB, 35 * MiB, 3 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	sample(&b, 31 * MS, 70 * MiB, 45 * MiB, 22 * MiB, 0, 0, 0, 0, 0, 0, 0);
+	a = analyze(&b, "tree");
+	if (!a)
+		return;
+	/* slot 2 (20-30 ms): 110 + 55; slot 3: 120 + 70 = 190 at 31 ms; Pss peaks in slot 2: 80 + 35 */
+	CHECK_EQ(a->tree.processes, 2);
+	CHECK_EQ(a->tree.sampled, 2);
+	CHECK_EQ(a->tree.combined_rss_peak, 190 * MiB);
+	CHECK_EQ(a->tree.combined_pss_peak, 115 * MiB);
+	CHECK_EQ(a->tree.time_ns, 32 * MS - 5 * MS);
+	CHECK_EQ(a->procs[1].diag.mem.private_dirty_first, 2 * MiB);
+	CHECK_EQ(a->procs[1].diag.mem.private_dirty_last, 22 * MiB);
+	CHECK_EQ(a->procs[1].diag.mem.private_dirty_peak, 22 * MiB);
+	CHECK_EQ(a->procs[0].diag.mem.rss_peak, 120 * MiB);
+	mt_analysis_free(a);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		keep_dir = argv[1];
+	test_growth_and_rss();
+	test_post_mortem();
+	test_mmap_threshold();
+	test_tree();
+	if (test_failures)
+		fprintf(stderr, "%d check(s) failed\n", test_failures);
+	return test_failures ? 1 : 0;
+}
