@@ -46,12 +46,14 @@ MT_EXPORT void *malloc(size_t size)
 		return mt_real.malloc(size);
 	MT_MARK_CALLER();
 	p = mt_real.malloc(size);
-	int err = errno;
-	if (MT_LIKELY(p))
+	if (MT_LIKELY(p)) {
 		mt_rec_alloc(MT_FN_MALLOC, p, size);
-	else
+		mt_leave_hot();
+	} else {
+		int err = errno;
 		mt_rec_fail(MT_FN_MALLOC, size, err);
-	mt_leave(err);
+		mt_leave(err);
+	}
 	return p;
 }
 
@@ -65,10 +67,9 @@ MT_EXPORT void free(void *p)
 		mt_real.free(p);
 		return;
 	}
-	int err = errno;
 	mt_rec_free(MT_FN_FREE, p);
 	mt_real.free(p);
-	mt_leave(err);
+	mt_leave_hot();
 }
 
 MT_EXPORT void *calloc(size_t n, size_t size)
@@ -84,12 +85,14 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		return mt_real.calloc(n, size);
 	MT_MARK_CALLER();
 	p = mt_real.calloc(n, size);
-	int err = errno;
-	if (MT_LIKELY(p))
+	if (MT_LIKELY(p)) {
 		mt_rec_alloc(MT_FN_CALLOC, p, n * size);
-	else
+		mt_leave_hot();
+	} else {
+		int err = errno;
 		mt_rec_fail(MT_FN_CALLOC, product(n, size), err);
-	mt_leave(err);
+		mt_leave(err);
+	}
 	return p;
 }
 

@@ -14,6 +14,7 @@
  * May not: take a lock, allocate with malloc.
  */
 #define UNW_LOCAL_ONLY
+#include <errno.h>
 #include <libunwind.h>
 #include <sys/mman.h>
 
@@ -138,7 +139,9 @@ static uint32_t lookup(uint64_t h, int n)
 			continue;
 		}
 		atomic_fetch_add_explicit(&used, 1, memory_order_relaxed);
+		int err = errno; /* the module check may make system calls */
 		write_stack((uint32_t)(i + 1), n);
+		errno = err;
 		return (uint32_t)(i + 1);
 	}
 }

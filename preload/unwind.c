@@ -514,7 +514,9 @@ static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_
 	if (MT_UNLIKELY((r & IP_MASK) != f->ip || !r)) {
 		if (from_libgcc(seen, nseen))
 			return STEP_LIBUNWIND;
+		int err = errno; /* _Unwind_Find_FDE walks the loader's list */
 		r = compute_rule(f->ip);
+		errno = err;
 		if (!r)
 			r = f->ip | LIBUNWIND_ONLY << 49;
 		atomic_store_explicit(s, r, memory_order_relaxed);
@@ -637,8 +639,10 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 static int fallback(struct mt_area *area, int max, uint64_t *hash)
 {
 	void *buf[WALK_MAX];
+	int err = errno;
 	int n = unw_backtrace(buf, max + 16), skip = 0;
 
+	errno = err;
 	while (skip < n && mt_in_self((uintptr_t)buf[skip]))
 		skip++;
 	n -= skip;
@@ -656,11 +660,19 @@ static int fallback(struct mt_area *area, int max, uint64_t *hash)
 int mt_unwind(int max, uint64_t *hash)
 {
 	struct mt_thread *t = &mt_self;
-	struct mt_area *area = mt_area_get(t);
+	struct mt_area *area;
 	struct mt_walk *w;
 	int from, n, i;
 	uint64_t h;
 
+	if (MT_UNLIKELY(!t->area || !t->stack_hi)) {
+		/* a thread's first stack: an mmap, and pthread_getattr_np reads /proc */
+		int err = errno;
+		mt_area_get(t);
+		stack_bounds(t);
+		errno = err;
+	}
+	area = t->area;
 	if (MT_UNLIKELY(!area || !rules || !mt_config.fast_unwind || !t->caller_ip ||
 	                !stack_bounds(t) || t->caller_sp <= t->stack_lo ||
 	                t->caller_sp > t->stack_hi))

@@ -279,13 +279,14 @@ uint8_t *mt_writer_room_slow(size_t need)
 		errno = saved;
 		return NULL;
 	}
-	p = mt_real.mmap(NULL, chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+	p = mt_real.mmap(NULL, chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 	                 (off_t)off);
 	if (p == MAP_FAILED) {
 		mt_disable("cannot map the trace file", errno);
 		errno = saved;
 		return NULL;
 	}
+	madvise(p, chunk_size, 23 /* MADV_POPULATE_WRITE */);
 	mapped_add((uintptr_t)p, t->tid);
 	ch = (struct mt_chunk_header *)p;
 	ch->instance = mt_instance;
