@@ -250,6 +250,12 @@ void mt_writer_thread_key(void)
 	thread_key_ok = pthread_key_create(&thread_key, thread_gone) == 0;
 }
 
+#ifdef MADV_POPULATE_WRITE
+#define MT_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define MT_MADV_POPULATE_WRITE 23 /* the value in Linux's uapi headers */
+#endif
+
 /* Slow path: the current chunk is full (or there is none); claim the next. */
 uint8_t *mt_writer_room_slow(size_t need)
 {
@@ -286,7 +292,9 @@ uint8_t *mt_writer_room_slow(size_t need)
 		errno = saved;
 		return NULL;
 	}
-	madvise(p, chunk_size, 23 /* MADV_POPULATE_WRITE */);
+	/* the pages writable at once: one call, not a write fault per page (Linux 5.14+;
+	 * an older kernel says EINVAL and the pages fault in as they are written) */
+	madvise(p, chunk_size, MT_MADV_POPULATE_WRITE);
 	mapped_add((uintptr_t)p, t->tid);
 	ch = (struct mt_chunk_header *)p;
 	ch->instance = mt_instance;
