@@ -25,7 +25,7 @@
 #include "map.h"
 
 /* munmap works in pages: the replay rounds lengths the same way. */
-#define PAGE_ROUND 4096u
+#define PAGE_ROUND     4096u
 #define PROGRESS_EVERY (1u << 20)
 
 /* A thread's last allocation of one kind, while it may still be temporary. */
@@ -62,7 +62,7 @@ struct mt_analysis_run {
 	uint32_t last_thread;
 	struct thread_state *threads;
 	uint32_t nthreads, threads_cap;
-	struct mt_map candidates[MT_KIND_COUNT]; /* addr -> struct candidate */
+	struct mt_map candidates[MT_KIND_COUNT];    /* addr -> struct candidate */
 	struct mt_map temp_by_stack[MT_KIND_COUNT]; /* stack -> uint64_t count */
 	/* the failed allocation being snapshot */
 	struct mt_fail_snapshot *snap;
@@ -70,11 +70,9 @@ struct mt_analysis_run {
 };
 
 static const char *const metric_names[MT_METRIC_COUNT] = {
-	[MT_METRIC_PEAK] = "peak",
-	[MT_METRIC_LEAKED] = "leaked",
-	[MT_METRIC_ALLOCATED] = "allocated",
-	[MT_METRIC_ALLOCATIONS] = "allocations",
-	[MT_METRIC_TEMPORARY] = "temporary",
+        [MT_METRIC_PEAK] = "peak",           [MT_METRIC_LEAKED] = "leaked",
+        [MT_METRIC_ALLOCATED] = "allocated", [MT_METRIC_ALLOCATIONS] = "allocations",
+        [MT_METRIC_TEMPORARY] = "temporary",
 };
 
 const char *mt_metric_name(enum mt_metric m)
@@ -148,7 +146,7 @@ void mt_stack_rows_sort(struct mt_stack_row *rows, size_t n, enum mt_metric m)
 }
 
 uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_instance *in,
-				 uint64_t ticks)
+                                 uint64_t ticks)
 {
 	const struct mt_clock_fit *fit = mt_replay_clock(a->replay);
 	uint64_t t = mt_clock_ns(fit, ticks), s = mt_clock_ns(fit, in->start_time);
@@ -244,7 +242,7 @@ static bool use_maps(const struct mt_analysis_run *run)
 
 /* An allocation of thread t: its previous candidate of the kind is no longer one. */
 static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
-		      uint64_t size, uint64_t stack)
+                      uint64_t size, uint64_t stack)
 {
 	struct thread_state *th = &run->threads[t];
 	struct candidate *c;
@@ -315,7 +313,7 @@ static int keep_top(void *ctx, const struct mt_stack_stats *s)
 {
 	struct mt_analysis_run *run = ctx;
 	struct mt_fail_snapshot *snap = run->snap;
-	struct mt_stack_row row = { 0 };
+	struct mt_stack_row row = {0};
 	uint32_t i;
 
 	if (s->kind != run->snap_kind || !s->live_bytes)
@@ -340,7 +338,7 @@ static int keep_top(void *ctx, const struct mt_stack_stats *s)
 }
 
 static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
-		     const struct mt_record *rec)
+                     const struct mt_record *rec)
 {
 	enum mt_kind k = (enum mt_kind)rec->u.fail.kind;
 	struct mt_kind_result *kr = &run->res->kind[k];
@@ -355,10 +353,15 @@ static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
 	}
 	snap = &kr->fails[kr->nfails++];
 	snap->event = (struct mt_fail_event){
-		.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
-		.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
-		.stack = (uint32_t)rec->u.fail.stack, .kind = k,
-		.device_free = rec->u.fail.device_free, .device_total = rec->u.fail.device_total,
+	        .time = rec->time,
+	        .offset = rec->offset,
+	        .fn = (uint32_t)rec->u.fail.fn,
+	        .err = (uint32_t)rec->u.fail.err,
+	        .size = rec->u.fail.size,
+	        .stack = (uint32_t)rec->u.fail.stack,
+	        .kind = k,
+	        .device_free = rec->u.fail.device_free,
+	        .device_total = rec->u.fail.device_total,
 	};
 	/* the replay's figures are current during the record callback */
 	snap->live_bytes = in->kind[k].live_bytes;
@@ -402,8 +405,8 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 		if (rec->u.alloc.kind == MT_KIND_HOST && rec->u.alloc.addr)
 			mt_diagnosis_note_alloc(&run->res->diag, rec->u.alloc.size);
 		return note_alloc(run, t, (enum mt_kind)rec->u.alloc.kind,
-				  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr), rec->u.alloc.size,
-				  rec->u.alloc.stack);
+		                  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
+		                  rec->u.alloc.size, rec->u.alloc.stack);
 	case MT_REC_FREE:
 		if (!rec->u.free.addr)
 			return 0;
@@ -414,11 +417,12 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 		/* a CUDA free does not say which device the block was on */
 		for (int k = MT_KIND_CUDA_HOST; k < MT_KIND_COUNT; k++)
 			if ((r = note_free(run, (enum mt_kind)k,
-					   mt_block_key(rec->u.free.fn, rec->u.free.addr), 0)) < 0)
+			                   mt_block_key(rec->u.free.fn, rec->u.free.addr), 0)) < 0)
 				return r;
 		return 0;
 	case MT_REC_REALLOC:
-		if (rec->u.realloc.old && (r = note_free(run, MT_KIND_HOST, rec->u.realloc.old, 0)) < 0)
+		if (rec->u.realloc.old &&
+		    (r = note_free(run, MT_KIND_HOST, rec->u.realloc.old, 0)) < 0)
 			return r;
 		if (!rec->u.realloc.addr)
 			return 0; /* realloc(p, 0) freed p and allocated nothing */
@@ -426,22 +430,24 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 			return r;
 		mt_diagnosis_note_alloc(&run->res->diag, rec->u.realloc.size);
 		return note_alloc(run, t, MT_KIND_HOST, rec->u.realloc.addr, rec->u.realloc.size,
-				  rec->u.realloc.stack);
+		                  rec->u.realloc.stack);
 	case MT_REC_MMAP:
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
 		return note_alloc(run, t, MT_KIND_MMAP, rec->u.mmap.addr,
-				  (rec->u.mmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1),
-				  rec->u.mmap.stack);
+		                  (rec->u.mmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1),
+		                  rec->u.mmap.stack);
 	case MT_REC_MUNMAP:
 		return note_free(run, MT_KIND_MMAP, rec->u.munmap.addr,
-				 (rec->u.munmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1));
+		                 (rec->u.munmap.len + PAGE_ROUND - 1) &
+		                         ~(uint64_t)(PAGE_ROUND - 1));
 	case MT_REC_MREMAP:
 		/* a mapping resized is neither freed nor new: no longer a candidate */
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
 		if (run->threads[t].pending[MT_KIND_MMAP] && use_maps(run))
-			mt_map_del(&run->candidates[MT_KIND_MMAP], run->threads[t].addr[MT_KIND_MMAP]);
+			mt_map_del(&run->candidates[MT_KIND_MMAP],
+			           run->threads[t].addr[MT_KIND_MMAP]);
 		run->threads[t].pending[MT_KIND_MMAP] = false;
 		return 0;
 	case MT_REC_FAIL:
@@ -463,12 +469,12 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 	struct collect *c = ctx;
 	struct mt_kind_result *kr = &c->run->res->kind[s->kind];
 	struct mt_stack_row row = {
-		.stack = s->stack,
-		.stack_instance = s->stack_instance,
-		.allocations = s->allocations,
-		.bytes_allocated = s->bytes_allocated,
-		.peak_bytes = s->peak_bytes,
-		.peak_blocks = s->peak_blocks,
+	        .stack = s->stack,
+	        .stack_instance = s->stack_instance,
+	        .allocations = s->allocations,
+	        .bytes_allocated = s->bytes_allocated,
+	        .peak_bytes = s->peak_bytes,
+	        .peak_blocks = s->peak_blocks,
 	};
 	const uint64_t *temp;
 	int ret;
@@ -501,7 +507,7 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 {
 	struct mt_analysis_run *run = ctx;
-	struct collect c = { .run = run, .leaks = in->end != MT_END_EXEC };
+	struct collect c = {.run = run, .leaks = in->end != MT_END_EXEC};
 	int ret;
 
 	if (in != run->in && (ret = begin_instance(run, in)) < 0)
@@ -525,14 +531,14 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 /* ---- the whole analysis ---- */
 
 int mt_analysis_open(struct mt_analysis **out, const char *path,
-		     const struct mt_analysis_progress *progress, struct mt_error *err)
+                     const struct mt_analysis_progress *progress, struct mt_error *err)
 {
 	static const struct mt_replay_callbacks cb = {
-		.record = on_record,
-		.instance_done = on_instance_done,
+	        .record = on_record,
+	        .instance_done = on_instance_done,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
-	struct mt_analysis_run run = { 0 };
+	struct mt_analysis_run run = {0};
 	int r;
 
 	*out = NULL;
@@ -644,11 +650,11 @@ static bool is_allocator(const struct mt_sym *s)
 	if (base && (!strncmp(base, "libcupti.so", 11) || !strncmp(base, "libcuda.so", 10)))
 		return true;
 	return f && (!strncmp(f, "operator new", 12) || !strncmp(f, "_Znw", 4) ||
-		     !strncmp(f, "_Zna", 4));
+	             !strncmp(f, "_Zna", 4));
 }
 
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
-		       struct mt_sym *out, unsigned max)
+                       struct mt_sym *out, unsigned max)
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
 	const uint64_t *frames;

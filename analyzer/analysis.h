@@ -52,7 +52,8 @@ enum mt_metric {
 /* One stack's figures within an instance and kind. */
 struct mt_stack_row {
 	uint32_t stack;
-	uint32_t stack_instance; /* whose stack table `stack` is in (a parent's, for inherited blocks) */
+	uint32_t stack_instance; /* whose stack table `stack` is in (a parent's, for inherited
+	                            blocks) */
 	uint64_t allocations;
 	uint64_t bytes_allocated;
 	uint64_t peak_bytes, peak_blocks;     /* at the kind's peak */
@@ -98,11 +99,11 @@ struct mt_analysis_run;
 struct mt_analysis {
 	struct mt_trace trace;
 	struct mt_replay *replay;
-	struct mt_symbolizer *sym; /* made on the first mt_analysis_frames() */
+	struct mt_symbolizer *sym;       /* made on the first mt_analysis_frames() */
 	struct mt_process_result *procs; /* in instance order */
 	uint32_t nprocs;
-	uint64_t events; /* events in the file */
-	struct mt_tree tree; /* the process tree's combined RSS and Pss */
+	uint64_t events;             /* events in the file */
+	struct mt_tree tree;         /* the process tree's combined RSS and Pss */
 	struct mt_analysis_run *run; /* while replaying */
 };
 
@@ -114,7 +115,7 @@ struct mt_analysis_progress {
 
 /* Reads and replays the trace at path; *out is NULL on error. */
 int mt_analysis_open(struct mt_analysis **out, const char *path,
-		     const struct mt_analysis_progress *progress, struct mt_error *err);
+                     const struct mt_analysis_progress *progress, struct mt_error *err);
 void mt_analysis_free(struct mt_analysis *a);
 
 uint64_t mt_stack_row_value(const struct mt_stack_row *row, enum mt_metric m);
@@ -137,10 +138,10 @@ int mt_metric_parse(const char *name);
  * symbolized has only address (and module, offset when known).
  */
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
-		       struct mt_sym *out, unsigned max);
+                       struct mt_sym *out, unsigned max);
 
 /* ns from an instance's start to `ticks`, 0 for ticks 0. */
 uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_instance *in,
-				 uint64_t ticks);
+                                 uint64_t ticks);
 
 #endif

@@ -27,10 +27,10 @@
 #include "analysis.h"
 #include "commands.h"
 
-#define MAX_FRAMES 512
-#define SHOW_STACKS 5
-#define SHOW_FRAMES 4
-#define EXIT_GATE_FAILED 1
+#define MAX_FRAMES        512
+#define SHOW_STACKS       5
+#define SHOW_FRAMES       4
+#define EXIT_GATE_FAILED  1
 #define EXIT_CANNOT_CHECK 2
 
 struct suppressions {
@@ -122,8 +122,10 @@ static int read_suppressions(struct suppressions *sup, const char *path)
 		if (!*s || *s == '#')
 			continue;
 		if (strncmp(s, "leak:", 5) || !s[5]) {
-			fprintf(stderr, "memtrace check: %s: line %u: not a `leak:PATTERN` suppression: %s\n",
-				path, lineno, s);
+			fprintf(stderr,
+			        "memtrace check: %s: line %u: not a `leak:PATTERN` suppression: "
+			        "%s\n",
+			        path, lineno, s);
 			fclose(f);
 			return EXIT_CANNOT_CHECK;
 		}
@@ -163,11 +165,28 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (shift && *end == 'i')
 		end++;
@@ -221,7 +240,7 @@ struct gate {
 };
 
 static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_process_result *p,
-		       enum mt_kind kind)
+                       enum mt_kind kind)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
 	struct mt_stack_row *rows = malloc((k->nrows ? k->nrows : 1) * sizeof(*rows));
@@ -259,13 +278,15 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		g->failures++;
 		mt_cmd_size(b1, sizeof(b1), bytes);
 		mt_cmd_size(b2, sizeof(b2), max_leaked);
-		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64 " block%s, more than %s\n",
+		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64
+		       " block%s, more than %s\n",
 		       p->in->pid, mt_cmd_command(p->in), mt_kind_name(kind),
 		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
 		       blocks == 1 ? "" : "s", b2);
 		mt_stack_rows_sort(rows, n, MT_METRIC_LEAKED);
 		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
-			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack, g->syms, MAX_FRAMES);
+			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack,
+			                            g->syms, MAX_FRAMES);
 			print_stack_line(g->syms, nf, rows[i].leaked_bytes, rows[i].leaked_blocks);
 		}
 		if (n > SHOW_STACKS)
@@ -283,7 +304,8 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 				rows[n++] = k->rows[i];
 		mt_stack_rows_sort(rows, n, MT_METRIC_PEAK);
 		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
-			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack, g->syms, MAX_FRAMES);
+			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack,
+			                            g->syms, MAX_FRAMES);
 			print_stack_line(g->syms, nf, rows[i].peak_bytes, rows[i].peak_blocks);
 		}
 	}
@@ -297,19 +319,21 @@ static void usage(FILE *f)
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
 	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
 	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
-	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read\n", f);
+	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read\n",
+	      f);
 }
 
 int mt_cmd_check(int argc, char **argv)
 {
-	struct gate g = { 0 };
+	struct gate g = {0};
 	const char *file = NULL;
 	struct mt_analysis *a = NULL;
 	char b1[32];
 	int status = EXIT_CANNOT_CHECK;
 
 	for (int i = 0; i < argc; i++) {
-		bool leaked = !strcmp(argv[i], "--max-leaked"), peak = !strcmp(argv[i], "--max-peak");
+		bool leaked = !strcmp(argv[i], "--max-leaked"),
+		     peak = !strcmp(argv[i], "--max-peak");
 		if ((leaked || peak) && i + 1 < argc) {
 			struct limit *l = leaked ? &g.leaked : &g.peak;
 			char *arg = argv[++i], *eq = strchr(arg, '=');
@@ -321,9 +345,11 @@ int mt_cmd_check(int argc, char **argv)
 				*eq = '=';
 			}
 			if ((eq && kind < 0) || parse_size(eq ? eq + 1 : arg, &v) < 0) {
-				fprintf(stderr, "memtrace check: %s wants [KIND=]BYTES (K, M, G suffixes; "
-					"KIND host, mmap, cuda-host, cuda-managed, cuda:N), not %s\n",
-					argv[i - 1], arg);
+				fprintf(stderr,
+				        "memtrace check: %s wants [KIND=]BYTES (K, M, G suffixes; "
+				        "KIND host, mmap, cuda-host, cuda-managed, cuda:N), not "
+				        "%s\n",
+				        argv[i - 1], arg);
 				goto out;
 			}
 			if (kind >= 0)
@@ -365,7 +391,8 @@ int mt_cmd_check(int argc, char **argv)
 			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);
 	mt_cmd_size(b1, sizeof(b1), g.suppressed_bytes);
 	if (g.failures) {
-		printf("memtrace check: FAILED (%u limit%s exceeded)", g.failures, g.failures == 1 ? "" : "s");
+		printf("memtrace check: FAILED (%u limit%s exceeded)", g.failures,
+		       g.failures == 1 ? "" : "s");
 		status = EXIT_GATE_FAILED;
 	} else {
 		printf("memtrace check: ok: %u process%s", a->nprocs, a->nprocs == 1 ? "" : "es");

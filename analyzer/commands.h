@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MT_EXIT_OK 0
-#define MT_EXIT_USAGE 1
+#define MT_EXIT_OK        0
+#define MT_EXIT_USAGE     1
 #define MT_EXIT_BAD_TRACE 2
 
 int mt_cmd_dump(int argc, char **argv);

@@ -20,7 +20,7 @@
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 /* glibc's default mmap threshold and the most its dynamic threshold can reach (64-bit) */
-#define GLIBC_MMAP_THRESHOLD (128 * KIB)
+#define GLIBC_MMAP_THRESHOLD     (128 * KIB)
 #define GLIBC_MMAP_THRESHOLD_MAX (32 * MIB)
 /* Below these, a gap or a free top is the ordinary slack of any allocator. */
 #define FINDING_GAP_MIN (16 * MIB)
@@ -28,7 +28,7 @@
 
 static void size_text(char *buf, size_t n, uint64_t bytes)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	double v = (double)bytes;
 	int u = -1;
 
@@ -55,9 +55,10 @@ struct fit {
  * bits (a difference of two large sums loses everything in a double); only
  * the final quotients are floating point.
  */
-static struct fit fit_sums(uint64_t n, mt_u128 sx, mt_u128 sxx, mt_u128 sy, mt_u128 sxy, mt_u128 syy)
+static struct fit fit_sums(uint64_t n, mt_u128 sx, mt_u128 sxx, mt_u128 sy, mt_u128 sxy,
+                           mt_u128 syy)
 {
-	struct fit f = { 0 };
+	struct fit f = {0};
 	mt_i128 dx, dy, num;
 
 	if (n < 2)
@@ -68,26 +69,27 @@ static struct fit fit_sums(uint64_t n, mt_u128 sx, mt_u128 sxx, mt_u128 sy, mt_u
 	if (dx <= 0)
 		return f;
 	f.slope = (long double)num / (long double)dx;
-	f.r2 = dy > 0 ? ((long double)num / (long double)dx) * ((long double)num / (long double)dy) : 0;
+	f.r2 = dy > 0 ? ((long double)num / (long double)dx) * ((long double)num / (long double)dy)
+	              : 0;
 	f.rising = num > 0;
 	return f;
 }
 
 int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
-			   const struct mt_stack_stats *s)
+                           const struct mt_stack_stats *s)
 {
 	const struct mt_checkpoints *c = &in->checkpoints;
 	uint64_t m = in->nmarks;
-	struct fit t, k = { 0 };
-	struct mt_growth g = { 0 };
+	struct fit t, k = {0};
+	struct mt_growth g = {0};
 	bool by_time, by_mark;
 
 	if (!s->t_sy && !s->m_sy)
 		return 0; /* never live at a checkpoint */
 	t = fit_sums(c->n, c->sx, c->sxx, s->t_sy, s->t_sxy, s->t_syy);
 	if (m >= 2)
-		k = fit_sums(m, (mt_u128)m * (m - 1) / 2, (mt_u128)(m - 1) * m * (2 * m - 1) / 6, s->m_sy,
-			     s->m_sxy, s->m_syy);
+		k = fit_sums(m, (mt_u128)m * (m - 1) / 2, (mt_u128)(m - 1) * m * (2 * m - 1) / 6,
+		             s->m_sy, s->m_sxy, s->m_syy);
 	by_time = c->n >= 3 && t.rising && t.r2 >= MT_GROWTH_MIN_R2 && t.slope * c->last_x >= 1;
 	/* two marks always fit a line: it takes three to say anything of the fit */
 	by_mark = m >= 3 && k.rising && k.r2 >= MT_GROWTH_MIN_R2 && k.slope >= 1;
@@ -98,7 +100,7 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 	g.stack_instance = s->stack_instance;
 	g.bytes_per_second = (double)(t.slope * 1e9L);
 	g.grown_bytes = by_time ? (int64_t)(t.slope * c->last_x + 0.5L)
-				: (int64_t)(k.slope * (long double)(m - 1) + 0.5L);
+	                        : (int64_t)(k.slope * (long double)(m - 1) + 0.5L);
 	g.r2 = (double)t.r2;
 	g.per_mark = m >= 2;
 	g.bytes_per_mark = (double)k.slope;
@@ -138,7 +140,7 @@ static int cmp_growth(const void *a, const void *b)
  * free of a host block in that range stands for it.
  */
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
-			    uint64_t time)
+                            uint64_t time)
 {
 	struct mt_mmap_threshold *m = &d->mmap_threshold;
 
@@ -216,7 +218,7 @@ static struct mt_finding *finding(struct mt_fragmentation *f, const char *name, 
 }
 
 static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance *in,
-			   const struct mt_clock_fit *fit)
+                           const struct mt_clock_fit *fit)
 {
 	char gap[32], rss[32], live[32], hfree[32], trim[32], mm[32];
 	struct mt_finding *x;
@@ -234,26 +236,41 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 	size_text(hfree, sizeof(hfree), f->heap_free);
 	size_text(trim, sizeof(trim), f->heap_trimmable);
 	size_text(mm, sizeof(mm), in->kind[MT_KIND_MMAP].live_bytes);
-	snprintf(x->text, sizeof(x->text),
-		 "RSS %s is %s above the %s of heap blocks live (at %.3f s); the heap held %s free, "
-		 "%s of it trimmable",
-		 rss, gap, live, at, hfree, trim);
+	snprintf(
+	        x->text, sizeof(x->text),
+	        "RSS %s is %s above the %s of heap blocks live (at %.3f s); the heap held %s free, "
+	        "%s of it trimmable",
+	        rss, gap, live, at, hfree, trim);
 	if (f->heap_free >= g / 2)
-		/* the sampler's thread is one of in->threads: more than two means the program's own */
+		/* the sampler's thread is one of in->threads: more than two means the program's own
+		 */
 		snprintf(x->advice, sizeof(x->advice),
-			 "the gap is free memory the malloc heap keeps: malloc_trim(0) after the phase "
-			 "that freed it returns the %s trimmable at once, and of the rest only whole free "
-			 "pages (holes between live blocks are not); lower MALLOC_TRIM_THRESHOLD_ so glibc "
-			 "trims by itself%s; MALLOC_MMAP_THRESHOLD_ keeps large blocks out of the heap; "
-			 "an allocator that returns memory eagerly (jemalloc, tcmalloc) is the lasting fix",
-			 trim, in->threads > 2 ? "; with several threads, MALLOC_ARENA_MAX=2 stops per-thread "
-						  "arenas from each keeping free memory" : "");
+		         "the gap is free memory the malloc heap keeps: malloc_trim(0) after the "
+		         "phase "
+		         "that freed it returns the %s trimmable at once, and of the rest only "
+		         "whole free "
+		         "pages (holes between live blocks are not); lower MALLOC_TRIM_THRESHOLD_ "
+		         "so glibc "
+		         "trims by itself%s; MALLOC_MMAP_THRESHOLD_ keeps large blocks out of the "
+		         "heap; "
+		         "an allocator that returns memory eagerly (jemalloc, tcmalloc) is the "
+		         "lasting fix",
+		         trim,
+		         in->threads > 2
+		                 ? "; with several threads, MALLOC_ARENA_MAX=2 stops per-thread "
+		                   "arenas from each keeping free memory"
+		                 : "");
 	else
-		snprintf(x->advice, sizeof(x->advice),
-			 "most of the gap is not free heap memory: libraries' code and data, thread "
-			 "stacks, file mappings, memory of allocators memtrace does not see (anonymous "
-			 "mmap live at the end: %s); compare Pss and Private_Dirty%s",
-			 mm, in->threads > 2 ? ", and MALLOC_ARENA_MAX=2 if many threads each have an arena" : "");
+		snprintf(
+		        x->advice, sizeof(x->advice),
+		        "most of the gap is not free heap memory: libraries' code and data, thread "
+		        "stacks, file mappings, memory of allocators memtrace does not see "
+		        "(anonymous "
+		        "mmap live at the end: %s); compare Pss and Private_Dirty%s",
+		        mm,
+		        in->threads > 2
+		                ? ", and MALLOC_ARENA_MAX=2 if many threads each have an arena"
+		                : "");
 }
 
 static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_over_time *mem)
@@ -261,40 +278,47 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 	char a[32], b[32], c[32];
 	struct mt_finding *x;
 	uint64_t inside = mem->heap_free_last > mem->heap_trimmable_last
-				  ? mem->heap_free_last - mem->heap_trimmable_last : 0;
+	                          ? mem->heap_free_last - mem->heap_trimmable_last
+	                          : 0;
 
-	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole pages) */
-	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last && inside >= mem->heap_arena_last / 4 &&
-	    (x = finding(f, "heap-fragmented", inside))) {
+	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole
+	 * pages) */
+	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last &&
+	    inside >= mem->heap_arena_last / 4 && (x = finding(f, "heap-fragmented", inside))) {
 		size_text(a, sizeof(a), inside);
 		size_text(b, sizeof(b), mem->heap_arena_last);
 		size_text(c, sizeof(c), mem->heap_in_use_last);
 		snprintf(x->text, sizeof(x->text),
-			 "at the end %s of the %s heap was free in pieces between blocks in use (%s in "
-			 "use): free() cannot give it back, and a large request may find no piece big "
-			 "enough",
-			 a, b, c);
+		         "at the end %s of the %s heap was free in pieces between blocks in use "
+		         "(%s in "
+		         "use): free() cannot give it back, and a large request may find no piece "
+		         "big "
+		         "enough",
+		         a, b, c);
 		snprintf(x->advice, sizeof(x->advice),
-			 "malloc_trim(0) returns the whole free pages inside the heap; allocate long-lived "
-			 "and short-lived objects apart (or from a pool), or use jemalloc/tcmalloc, which "
-			 "fragment less");
+		         "malloc_trim(0) returns the whole free pages inside the heap; allocate "
+		         "long-lived "
+		         "and short-lived objects apart (or from a pool), or use "
+		         "jemalloc/tcmalloc, which "
+		         "fragment less");
 	}
 	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
 	    (x = finding(f, "trimmable-top", mem->heap_trimmable_last))) {
 		size_text(a, sizeof(a), mem->heap_trimmable_last);
 		snprintf(x->text, sizeof(x->text),
-			 "at the end the top of the heap held %s free that glibc did not give back "
-			 "(glibc's trim threshold rises with its mmap threshold)",
-			 a);
+		         "at the end the top of the heap held %s free that glibc did not give back "
+		         "(glibc's trim threshold rises with its mmap threshold)",
+		         a);
 		snprintf(x->advice, sizeof(x->advice),
-			 "malloc_trim(0) returns these %s at once; MALLOC_TRIM_THRESHOLD_ (in bytes) fixes "
-			 "the threshold so glibc trims by itself",
-			 a);
+		         "malloc_trim(0) returns these %s at once; MALLOC_TRIM_THRESHOLD_ (in "
+		         "bytes) fixes "
+		         "the threshold so glibc trims by itself",
+		         a);
 	}
 }
 
 static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_instance *in,
-				   const struct mt_mmap_threshold *m)
+                                   const struct mt_mmap_threshold *m)
 {
 	const struct mt_sample_point *base;
 	uint64_t arena_max = 0, mmapped_max = 0, grew;
@@ -324,17 +348,19 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	size_text(g, sizeof(g), grew);
 	size_text(mm, sizeof(mm), base->values[MT_SAMPLE_HEAP_MMAPPED]);
 	snprintf(x->text, sizeof(x->text),
-		 "a free of a %s block raised glibc's dynamic mmap threshold to %s: %" PRIu64
-		 " later blocks of 128 KiB or more (%s) came from the heap instead of mmap; the arena "
-		 "grew by %s while mmapped memory stayed at %s or below",
-		 t, t, m->large_after, l, g, mm);
+	         "a free of a %s block raised glibc's dynamic mmap threshold to %s: %" PRIu64
+	         " later blocks of 128 KiB or more (%s) came from the heap instead of mmap; the "
+	         "arena "
+	         "grew by %s while mmapped memory stayed at %s or below",
+	         t, t, m->large_after, l, g, mm);
 	snprintf(x->advice, sizeof(x->advice),
-		 "set MALLOC_MMAP_THRESHOLD_=131072 (any fixed value turns the dynamic threshold off), "
-		 "so large blocks stay mmapped and go back to the system when freed");
+	         "set MALLOC_MMAP_THRESHOLD_=131072 (any fixed value turns the dynamic threshold "
+	         "off), "
+	         "so large blocks stay mmapped and go back to the system when freed");
 }
 
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
-			const struct mt_clock_fit *fit)
+                        const struct mt_clock_fit *fit)
 {
 	struct mt_fragmentation *f = &d->frag;
 
@@ -385,7 +411,8 @@ void mt_diagnosis_free(struct mt_diagnosis *d)
 	memset(d, 0, sizeof(*d));
 }
 
-const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in, uint64_t time)
+const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in,
+                                                         uint64_t time)
 {
 	uint64_t lo = 0, hi = in->nsamples;
 
@@ -422,7 +449,7 @@ static int cmp_event(const void *a, const void *b)
 }
 
 int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
-		      const struct mt_clock_fit *fit)
+                      const struct mt_clock_fit *fit)
 {
 	struct tree_event *ev;
 	uint64_t nev = 0, total = 0, origin = UINT64_MAX, rss = 0, pss = 0;
@@ -457,13 +484,17 @@ int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, u
 			continue;
 		for (uint64_t j = 0; j < in->nsamples; j++) {
 			uint64_t ns = mt_clock_ns(fit, in->samples[j].time);
-			ev[nev++] = (struct tree_event){ ns / MT_TREE_SLOT_NS, ns, i, false,
-							 in->samples[j].values[MT_SAMPLE_RSS],
-							 in->samples[j].values[MT_SAMPLE_PSS] };
+			ev[nev++] = (struct tree_event){ns / MT_TREE_SLOT_NS,
+			                                ns,
+			                                i,
+			                                false,
+			                                in->samples[j].values[MT_SAMPLE_RSS],
+			                                in->samples[j].values[MT_SAMPLE_PSS]};
 		}
 		/* a process counts until the slot of its last record */
 		end_ns = mt_clock_ns(fit, in->end_time);
-		ev[nev++] = (struct tree_event){ end_ns / MT_TREE_SLOT_NS + 1, end_ns, i, true, 0, 0 };
+		ev[nev++] =
+		        (struct tree_event){end_ns / MT_TREE_SLOT_NS + 1, end_ns, i, true, 0, 0};
 	}
 	qsort(ev, nev, sizeof(*ev), cmp_event);
 	for (uint64_t i = 0; i < nev;) {
@@ -481,7 +512,8 @@ int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, u
 		}
 		if (rss > t->combined_rss_peak) {
 			t->combined_rss_peak = rss;
-			t->time_ns = origin != UINT64_MAX && last_ns > origin ? last_ns - origin : 0;
+			t->time_ns =
+			        origin != UINT64_MAX && last_ns > origin ? last_ns - origin : 0;
 		}
 		if (pss > t->combined_pss_peak)
 			t->combined_pss_peak = pss;

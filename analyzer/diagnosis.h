@@ -46,14 +46,15 @@ struct mt_memory_over_time {
 	uint64_t pss_first, pss_last, pss_peak;
 	uint64_t private_dirty_first, private_dirty_last, private_dirty_peak;
 	uint64_t heap_arena_last, heap_in_use_last, heap_free_last, heap_trimmable_last,
-		heap_mmapped_last;
+	        heap_mmapped_last;
 	uint64_t cgroup_current_peak, cgroup_max; /* cgroup_max: the last known limit, 0 none */
 };
 
 #define MT_FINDINGS_MAX 6
 
 struct mt_finding {
-	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top", "mmap-threshold-raised" */
+	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top",
+	                     "mmap-threshold-raised" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
 	char text[384];   /* what was seen */
 	char advice[640]; /* what to do */
@@ -88,9 +89,9 @@ struct mt_post_mortem {
 /* The state that finds glibc's dynamic mmap threshold rising. */
 struct mt_mmap_threshold {
 	bool raised;
-	uint64_t raise_time;   /* ticks of the first free that raised it */
-	uint64_t raise_sample; /* samples before it */
-	uint64_t threshold;    /* the largest such free: the threshold now */
+	uint64_t raise_time;                     /* ticks of the first free that raised it */
+	uint64_t raise_sample;                   /* samples before it */
+	uint64_t threshold;                      /* the largest such free: the threshold now */
 	uint64_t large_after, large_after_bytes; /* blocks of 128 KiB .. threshold since */
 };
 
@@ -110,25 +111,26 @@ struct mt_tree {
 	uint32_t sampled;           /* of them, with samples */
 	uint64_t combined_rss_peak; /* 0 when no samples */
 	uint64_t combined_pss_peak;
-	uint64_t time_ns;           /* of the RSS peak, ns from the first process's start */
+	uint64_t time_ns; /* of the RSS peak, ns from the first process's start */
 };
 
 /* One stack's growth sums (after the instance's replay); keeps it if it grows. */
 int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
-			   const struct mt_stack_stats *s);
+                           const struct mt_stack_stats *s);
 /* During the replay: a host FREE of `size` bytes; a host allocation of `size`. */
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
-			    uint64_t time);
+                            uint64_t time);
 void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
-			const struct mt_clock_fit *fit);
+                        const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
 
 /* The last sample of `in` at or before `time`, NULL if none. */
-const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in, uint64_t time);
+const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in,
+                                                         uint64_t time);
 
 int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
-		      const struct mt_clock_fit *fit);
+                      const struct mt_clock_fit *fit);
 
 #endif

@@ -21,8 +21,16 @@
 #include "replay.h"
 
 static const char *const sample_names[MT_SAMPLE_FIELD_COUNT] = {
-	"rss", "pss", "private_dirty", "heap_arena", "heap_in_use", "heap_free",
-	"heap_trimmable", "heap_mmapped", "cgroup_current", "cgroup_max",
+        "rss",
+        "pss",
+        "private_dirty",
+        "heap_arena",
+        "heap_in_use",
+        "heap_free",
+        "heap_trimmable",
+        "heap_mmapped",
+        "cgroup_current",
+        "cgroup_max",
 };
 
 static const char *origin_name(uint32_t origin)
@@ -73,7 +81,7 @@ static void report(const char *file, const struct mt_error *err, int r)
 {
 	if (err->message[0] && (r == -EBADMSG || r == -EPROTONOSUPPORT))
 		fprintf(stderr, "memtrace: %s: byte %" PRIu64 " (0x%" PRIx64 "): %s\n", file,
-			err->offset, err->offset, err->message);
+		        err->offset, err->offset, err->message);
 	else if (err->message[0])
 		fprintf(stderr, "memtrace: %s: %s\n", file, err->message);
 	else
@@ -137,10 +145,13 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 	fprintf(f, " %s", name);
 	switch (rec->type) {
 	case MT_REC_PROCESS:
-		fprintf(f, " pid %" PRIu64 " ppid %" PRIu64 " origin %s parent %" PRIu64
-			" realtime %" PRIu64 " depth %" PRIu64 " exe ",
-			rec->u.process.pid, rec->u.process.ppid, origin_name((uint32_t)rec->u.process.origin),
-			rec->u.process.parent_instance, rec->u.process.realtime, rec->u.process.depth);
+		fprintf(f,
+		        " pid %" PRIu64 " ppid %" PRIu64 " origin %s parent %" PRIu64
+		        " realtime %" PRIu64 " depth %" PRIu64 " exe ",
+		        rec->u.process.pid, rec->u.process.ppid,
+		        origin_name((uint32_t)rec->u.process.origin),
+		        rec->u.process.parent_instance, rec->u.process.realtime,
+		        rec->u.process.depth);
 		put_string(f, rec->u.process.exe, false);
 		fputs(" cmdline ", f);
 		put_string(f, rec->u.process.cmdline, true);
@@ -156,16 +167,18 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		fprintf(f, " segments %u", rec->u.module.nseg);
 		for (uint32_t i = 0; i < rec->u.module.nseg; i++) {
 			const struct mt_segment *s = &rec->u.module.seg[i];
-			fprintf(f, " [vaddr 0x%" PRIx64 " memsz 0x%" PRIx64 " %c%c%c]", s->vaddr, s->memsz,
-				s->flags & 4 ? 'r' : '-', s->flags & 2 ? 'w' : '-', s->flags & 1 ? 'x' : '-');
+			fprintf(f, " [vaddr 0x%" PRIx64 " memsz 0x%" PRIx64 " %c%c%c]", s->vaddr,
+			        s->memsz, s->flags & 4 ? 'r' : '-', s->flags & 2 ? 'w' : '-',
+			        s->flags & 1 ? 'x' : '-');
 		}
 		break;
 	case MT_REC_MODULE_GONE:
-		fprintf(f, " base 0x%" PRIx64 " gen %" PRIu64, rec->u.module_gone.base, rec->u.module_gone.gen);
+		fprintf(f, " base 0x%" PRIx64 " gen %" PRIu64, rec->u.module_gone.base,
+		        rec->u.module_gone.gen);
 		break;
 	case MT_REC_STACK:
-		fprintf(f, " id %" PRIu64 " gen %" PRIu64 " frames %u", rec->u.stack.id, rec->u.stack.gen,
-			rec->u.stack.n);
+		fprintf(f, " id %" PRIu64 " gen %" PRIu64 " frames %u", rec->u.stack.id,
+		        rec->u.stack.gen, rec->u.stack.n);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			fprintf(f, " 0x%" PRIx64, rec->u.stack.frames[i]);
 		break;
@@ -173,7 +186,7 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		fputc(' ', f);
 		put_fn(f, rec->u.alloc.fn);
 		fprintf(f, " 0x%" PRIx64 " size %" PRIu64 " stack %" PRIu64, rec->u.alloc.addr,
-			rec->u.alloc.size, rec->u.alloc.stack);
+		        rec->u.alloc.size, rec->u.alloc.stack);
 		break;
 	case MT_REC_FREE:
 		fputc(' ', f);
@@ -183,30 +196,36 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 	case MT_REC_REALLOC:
 		fputc(' ', f);
 		put_fn(f, rec->u.realloc.fn);
-		fprintf(f, " 0x%" PRIx64 " -> 0x%" PRIx64 " size %" PRIu64 " stack %" PRIu64 " t0=%+.6fms",
-			rec->u.realloc.old, rec->u.realloc.addr, rec->u.realloc.size, rec->u.realloc.stack,
-			rel_ms(t, rec->u.realloc.t0));
+		fprintf(f,
+		        " 0x%" PRIx64 " -> 0x%" PRIx64 " size %" PRIu64 " stack %" PRIu64
+		        " t0=%+.6fms",
+		        rec->u.realloc.old, rec->u.realloc.addr, rec->u.realloc.size,
+		        rec->u.realloc.stack, rel_ms(t, rec->u.realloc.t0));
 		break;
 	case MT_REC_FAIL:
 		fputc(' ', f);
 		put_fn(f, rec->u.fail.fn);
 		fprintf(f, " size %" PRIu64 " stack %" PRIu64 " errno %" PRIu64, rec->u.fail.size,
-			rec->u.fail.stack, rec->u.fail.err);
+		        rec->u.fail.stack, rec->u.fail.err);
 		break;
 	case MT_REC_MMAP:
 		fputc(' ', f);
 		put_fn(f, rec->u.mmap.fn);
-		fprintf(f, " 0x%" PRIx64 " len %" PRIu64 " prot 0x%" PRIx64 " flags 0x%" PRIx64
-			" stack %" PRIu64, rec->u.mmap.addr, rec->u.mmap.len, rec->u.mmap.prot,
-			rec->u.mmap.flags, rec->u.mmap.stack);
+		fprintf(f,
+		        " 0x%" PRIx64 " len %" PRIu64 " prot 0x%" PRIx64 " flags 0x%" PRIx64
+		        " stack %" PRIu64,
+		        rec->u.mmap.addr, rec->u.mmap.len, rec->u.mmap.prot, rec->u.mmap.flags,
+		        rec->u.mmap.stack);
 		break;
 	case MT_REC_MUNMAP:
 		fprintf(f, " 0x%" PRIx64 " len %" PRIu64, rec->u.munmap.addr, rec->u.munmap.len);
 		break;
 	case MT_REC_MREMAP:
-		fprintf(f, " 0x%" PRIx64 " len %" PRIu64 " -> 0x%" PRIx64 " len %" PRIu64
-			" stack %" PRIu64 " t0=%+.6fms", rec->u.mremap.old, rec->u.mremap.old_len,
-			rec->u.mremap.addr, rec->u.mremap.len, rec->u.mremap.stack, rel_ms(t, rec->u.mremap.t0));
+		fprintf(f,
+		        " 0x%" PRIx64 " len %" PRIu64 " -> 0x%" PRIx64 " len %" PRIu64
+		        " stack %" PRIu64 " t0=%+.6fms",
+		        rec->u.mremap.old, rec->u.mremap.old_len, rec->u.mremap.addr,
+		        rec->u.mremap.len, rec->u.mremap.stack, rel_ms(t, rec->u.mremap.t0));
 		break;
 	case MT_REC_SAMPLE:
 		fprintf(f, " ns %" PRIu64 " values %" PRIu64, rec->u.sample.ns, rec->u.sample.n);
@@ -214,13 +233,15 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 			fprintf(f, " %s %" PRIu64, sample_names[i], rec->u.sample.values[i]);
 		break;
 	case MT_REC_EXIT:
-		fprintf(f, " how %s status %" PRIu64, how_name(rec->u.exit.how), rec->u.exit.status);
+		fprintf(f, " how %s status %" PRIu64, how_name(rec->u.exit.how),
+		        rec->u.exit.status);
 		break;
 	case MT_REC_LOST:
 		fprintf(f, " reason %s count %" PRIu64,
-			rec->u.lost.reason == MT_LOST_STACK_TABLE_FULL ? "stack-table-full"
-			: rec->u.lost.reason == MT_LOST_DISABLED ? "tracing-stopped" : "unknown",
-			rec->u.lost.count);
+		        rec->u.lost.reason == MT_LOST_STACK_TABLE_FULL ? "stack-table-full"
+		        : rec->u.lost.reason == MT_LOST_DISABLED       ? "tracing-stopped"
+		                                                       : "unknown",
+		        rec->u.lost.count);
 		break;
 	case MT_REC_MARK:
 		fputs(" label ", f);
@@ -241,10 +262,13 @@ static int dump_records(const struct mt_trace *t, struct mt_error *err)
 		return -ENOMEM;
 	printf("0x0 header version %u header_size %u chunk_size %u next_chunk 0x%" PRIx64
 	       " next_instance %" PRIu64 " created_realtime %" PRIu64 " created_monotonic %" PRIu64
-	       " root_pid %u clock %s\n", t->header.version, t->header.header_size, t->header.chunk_size,
-	       t->header.next_chunk, t->header.next_instance, t->header.created_realtime,
-	       t->header.created_monotonic, t->header.root_pid,
-	       t->header.clock == MT_CLOCK_MONOTONIC_NS ? "monotonic-ns" : t->header.clock == MT_CLOCK_TSC ? "tsc" : "unknown");
+	       " root_pid %u clock %s\n",
+	       t->header.version, t->header.header_size, t->header.chunk_size, t->header.next_chunk,
+	       t->header.next_instance, t->header.created_realtime, t->header.created_monotonic,
+	       t->header.root_pid,
+	       t->header.clock == MT_CLOCK_MONOTONIC_NS ? "monotonic-ns"
+	       : t->header.clock == MT_CLOCK_TSC        ? "tsc"
+	                                                : "unknown");
 	for (uint64_t i = 0; i < slots; i++) {
 		struct mt_cursor c;
 		r = mt_cursor_init(&c, t, i, err);
@@ -279,39 +303,44 @@ static void print_summary(const char *file, const struct mt_trace *t, const stru
 {
 	const struct mt_trace_stats *ts = mt_replay_trace_stats(r);
 
-	printf("trace %s version %u size %zu chunk_size %u chunks %" PRIu64 " unused_chunks %" PRIu64
-	       " records %" PRIu64 " events %" PRIu64 " bytes_per_event %.2f processes %u\n",
-	       file, t->header.version, t->size, t->header.chunk_size, ts->chunks, ts->unused_chunks,
-	       ts->records, ts->events, ts->events ? (double)t->size / (double)ts->events : 0.0,
+	printf("trace %s version %u size %zu chunk_size %u chunks %" PRIu64
+	       " unused_chunks %" PRIu64 " records %" PRIu64 " events %" PRIu64
+	       " bytes_per_event %.2f processes %u\n",
+	       file, t->header.version, t->size, t->header.chunk_size, ts->chunks,
+	       ts->unused_chunks, ts->records, ts->events,
+	       ts->events ? (double)t->size / (double)ts->events : 0.0,
 	       mt_replay_instance_count(r));
 	for (uint32_t i = 0; i < mt_replay_instance_count(r); i++) {
 		const struct mt_instance *in = mt_replay_instance(r, i);
 
 		printf("process %u pid %u ppid %u origin %s parent %u threads %u records %" PRIu64
-		       " events %" PRIu64 " ", in->id, in->pid, in->ppid, origin_name(in->origin),
-		       in->parent_instance, in->threads, in->records, in->events);
+		       " events %" PRIu64 " ",
+		       in->id, in->pid, in->ppid, origin_name(in->origin), in->parent_instance,
+		       in->threads, in->records, in->events);
 		end_text(stdout, in);
 		if (in->lost_stack_events)
 			printf(" lost_stacks %" PRIu64, in->lost_stack_events);
 		if (!in->have_process)
 			printf(" no-process-record");
-		printf(" command %s\n", in->cmdline && in->cmdline[0] ? in->cmdline : (in->exe ? in->exe : ""));
+		printf(" command %s\n",
+		       in->cmdline && in->cmdline[0] ? in->cmdline : (in->exe ? in->exe : ""));
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			const struct mt_kind_stats *s = &in->kind[k];
 			if (!mt_kind_shown(in, (unsigned)k))
 				continue;
 			printf("process %u pid %u %s allocations %" PRIu64 " frees %" PRIu64
 			       " bytes_allocated %" PRIu64 " live %" PRIu64 " bytes %" PRIu64
-			       " blocks peak %" PRIu64 " bytes %" PRIu64 " blocks at %+.6fms failed %" PRIu64
-			       " unknown_frees %" PRIu64 " inherited %" PRIu64 " bytes\n",
-			       in->id, in->pid, mt_kind_name((unsigned)k), s->allocations, s->frees, s->bytes_allocated,
-			       s->live_bytes, s->live_blocks, s->peak_bytes, s->peak_blocks,
-			       s->peak_time ? rel_ms(t, s->peak_time) : 0.0, s->failed, s->unknown_frees,
-			       s->inherited_bytes);
+			       " blocks peak %" PRIu64 " bytes %" PRIu64
+			       " blocks at %+.6fms failed %" PRIu64 " unknown_frees %" PRIu64
+			       " inherited %" PRIu64 " bytes\n",
+			       in->id, in->pid, mt_kind_name((unsigned)k), s->allocations, s->frees,
+			       s->bytes_allocated, s->live_bytes, s->live_blocks, s->peak_bytes,
+			       s->peak_blocks, s->peak_time ? rel_ms(t, s->peak_time) : 0.0,
+			       s->failed, s->unknown_frees, s->inherited_bytes);
 		}
 		if (in->sample_count) {
-			printf("process %u pid %u samples %" PRIu64 " last at %+.6fms", in->id, in->pid,
-			       in->sample_count, rel_ms(t, in->sample_time));
+			printf("process %u pid %u samples %" PRIu64 " last at %+.6fms", in->id,
+			       in->pid, in->sample_count, rel_ms(t, in->sample_time));
 			for (int f = 0; f < MT_SAMPLE_FIELD_COUNT; f++)
 				printf(" %s %" PRIu64, sample_names[f], in->sample[f]);
 			putchar('\n');
@@ -333,7 +362,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 	json_object_set_new(root, "records", json_integer((json_int_t)ts->records));
 	json_object_set_new(root, "events", json_integer((json_int_t)ts->events));
 	json_object_set_new(root, "bytes_per_event",
-			    json_real(ts->events ? (double)t->size / (double)ts->events : 0.0));
+	                    json_real(ts->events ? (double)t->size / (double)ts->events : 0.0));
 	for (uint32_t i = 0; i < mt_replay_instance_count(r); i++) {
 		const struct mt_instance *in = mt_replay_instance(r, i);
 		json_t *p = json_object(), *kinds = json_object(), *fails = json_array();
@@ -355,23 +384,34 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		json_object_set_new(p, "events", json_integer((json_int_t)in->events));
 		json_object_set_new(p, "stacks", json_integer((json_int_t)in->stack_count));
 		json_object_set_new(p, "modules", json_integer(in->nmodules));
-		json_object_set_new(p, "lost_stack_events", json_integer((json_int_t)in->lost_stack_events));
+		json_object_set_new(p, "lost_stack_events",
+		                    json_integer((json_int_t)in->lost_stack_events));
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			const struct mt_kind_stats *s = &in->kind[k];
 			if (!mt_kind_shown(in, (unsigned)k))
 				continue;
 			json_t *o = json_object();
-			json_object_set_new(o, "allocations", json_integer((json_int_t)s->allocations));
+			json_object_set_new(o, "allocations",
+			                    json_integer((json_int_t)s->allocations));
 			json_object_set_new(o, "frees", json_integer((json_int_t)s->frees));
-			json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)s->bytes_allocated));
-			json_object_set_new(o, "live_bytes", json_integer((json_int_t)s->live_bytes));
-			json_object_set_new(o, "live_blocks", json_integer((json_int_t)s->live_blocks));
-			json_object_set_new(o, "peak_bytes", json_integer((json_int_t)s->peak_bytes));
-			json_object_set_new(o, "peak_blocks", json_integer((json_int_t)s->peak_blocks));
-			json_object_set_new(o, "peak_ms", json_real(s->peak_time ? rel_ms(t, s->peak_time) : 0.0));
+			json_object_set_new(o, "bytes_allocated",
+			                    json_integer((json_int_t)s->bytes_allocated));
+			json_object_set_new(o, "live_bytes",
+			                    json_integer((json_int_t)s->live_bytes));
+			json_object_set_new(o, "live_blocks",
+			                    json_integer((json_int_t)s->live_blocks));
+			json_object_set_new(o, "peak_bytes",
+			                    json_integer((json_int_t)s->peak_bytes));
+			json_object_set_new(o, "peak_blocks",
+			                    json_integer((json_int_t)s->peak_blocks));
+			json_object_set_new(
+			        o, "peak_ms",
+			        json_real(s->peak_time ? rel_ms(t, s->peak_time) : 0.0));
 			json_object_set_new(o, "failed", json_integer((json_int_t)s->failed));
-			json_object_set_new(o, "unknown_frees", json_integer((json_int_t)s->unknown_frees));
-			json_object_set_new(o, "inherited_bytes", json_integer((json_int_t)s->inherited_bytes));
+			json_object_set_new(o, "unknown_frees",
+			                    json_integer((json_int_t)s->unknown_frees));
+			json_object_set_new(o, "inherited_bytes",
+			                    json_integer((json_int_t)s->inherited_bytes));
 			json_object_set_new(kinds, mt_kind_name((unsigned)k), o);
 		}
 		json_object_set_new(p, "memories", kinds);
@@ -382,8 +422,10 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 			json_object_set_new(o, "ms", json_real(rel_ms(t, e->time)));
 			json_object_set_new(o, "fn", json_string(fn ? fn : "unknown"));
 			/* a calloc whose product overflowed asked for more than 2^63 bytes */
-			json_object_set_new(o, "size", e->size > INT64_MAX ? json_real((double)e->size)
-									 : json_integer((json_int_t)e->size));
+			json_object_set_new(o, "size",
+			                    e->size > INT64_MAX
+			                            ? json_real((double)e->size)
+			                            : json_integer((json_int_t)e->size));
 			json_object_set_new(o, "stack", json_integer(e->stack));
 			json_object_set_new(o, "errno", json_integer(e->err));
 			json_array_append_new(fails, o);
@@ -394,7 +436,8 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 			json_object_set_new(o, "count", json_integer((json_int_t)in->sample_count));
 			json_object_set_new(o, "ms", json_real(rel_ms(t, in->sample_time)));
 			for (int f = 0; f < MT_SAMPLE_FIELD_COUNT; f++)
-				json_object_set_new(o, sample_names[f], json_integer((json_int_t)in->sample[f]));
+				json_object_set_new(o, sample_names[f],
+				                    json_integer((json_int_t)in->sample[f]));
 			json_object_set_new(p, "last_sample", o);
 		}
 		json_array_append_new(procs, p);
@@ -412,7 +455,7 @@ int mt_cmd_dump(int argc, char **argv)
 {
 	bool summary_only = false, json = false;
 	const char *file = NULL;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	struct mt_replay *replay = NULL;
 	struct mt_trace t;
 	int r, status = MT_EXIT_OK;
@@ -451,7 +494,7 @@ int mt_cmd_dump(int argc, char **argv)
 	if (r == 0)
 		clock_fit = mt_replay_clock(replay);
 	if (!summary_only && !json) {
-		struct mt_error derr = { 0 };
+		struct mt_error derr = {0};
 		int dr = dump_records(&t, &derr);
 		if (dr < 0) {
 			r = dr;

@@ -137,16 +137,17 @@ static int root_of(struct buf *b, const struct mt_instance *in)
 	if (!arg0)
 		return -1;
 	snprintf(tmp, sizeof(tmp), "pid %u (", in->pid);
-	r = put_name(b, tmp) < 0 || put_name(b, base_name(arg0)) < 0 || buf_put(b, ")", 1) < 0 ? -1 : 0;
+	r = put_name(b, tmp) < 0 || put_name(b, base_name(arg0)) < 0 || buf_put(b, ")", 1) < 0 ? -1
+	                                                                                       : 0;
 	free(arg0);
 	return r;
 }
 
 static int fold_process(struct mt_analysis *a, const struct mt_process_result *p, enum mt_kind kind,
-			enum mt_metric m, bool root, struct mt_sym *syms, struct out *o)
+                        enum mt_metric m, bool root, struct mt_sym *syms, struct out *o)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
-	struct buf b = { 0 };
+	struct buf b = {0};
 	uint64_t sum = 0, total = mt_kind_result_total(k, m);
 	int r = -1;
 
@@ -186,7 +187,8 @@ out:
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace flamegraph [--metric peak|leaked|allocated|allocations|temporary]\n"
-	      "                           [--kind host|mmap|cuda-host|cuda-managed|cuda:N] FILE\n", f);
+	      "                           [--kind host|mmap|cuda-host|cuda-managed|cuda:N] FILE\n",
+	      f);
 }
 
 int mt_cmd_flamegraph(int argc, char **argv)
@@ -195,20 +197,22 @@ int mt_cmd_flamegraph(int argc, char **argv)
 	int metric = MT_METRIC_PEAK, kind = MT_KIND_HOST, status;
 	struct mt_analysis *a;
 	struct mt_sym *syms;
-	struct out o = { 0 };
+	struct out o = {0};
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--metric") && i + 1 < argc) {
 			metric = mt_metric_parse(argv[++i]);
 			if (metric < 0) {
-				fprintf(stderr, "memtrace flamegraph: unknown metric %s\n", argv[i]);
+				fprintf(stderr, "memtrace flamegraph: unknown metric %s\n",
+				        argv[i]);
 				usage(stderr);
 				return MT_EXIT_USAGE;
 			}
 		} else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
 			kind = mt_kind_parse(argv[++i]);
 			if (kind < 0) {
-				fprintf(stderr, "memtrace flamegraph: unknown memory kind %s\n", argv[i]);
+				fprintf(stderr, "memtrace flamegraph: unknown memory kind %s\n",
+				        argv[i]);
 				usage(stderr);
 				return MT_EXIT_USAGE;
 			}
@@ -235,8 +239,8 @@ int mt_cmd_flamegraph(int argc, char **argv)
 		return status;
 	syms = calloc(MAX_FRAMES, sizeof(*syms));
 	for (uint32_t i = 0; syms && i < a->nprocs; i++) {
-		if (fold_process(a, &a->procs[i], (enum mt_kind)kind, (enum mt_metric)metric, a->nprocs > 1,
-				 syms, &o) < 0) {
+		if (fold_process(a, &a->procs[i], (enum mt_kind)kind, (enum mt_metric)metric,
+		                 a->nprocs > 1, syms, &o) < 0) {
 			free(syms);
 			syms = NULL;
 		}

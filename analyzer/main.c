@@ -20,8 +20,10 @@ static void usage(FILE *f)
 	      "  dump [--summary] [--json] FILE\n"
 	      "                          print a trace's records and a per process summary\n"
 	      "  report [--top N] [--json] FILE\n"
-	      "                          peak, leaks, failures and temporaries per process, with stacks\n"
-	      "  flamegraph [--metric peak|leaked|allocated|allocations|temporary] [--kind host|mmap] FILE\n"
+	      "                          peak, leaks, failures and temporaries per process, with "
+	      "stacks\n"
+	      "  flamegraph [--metric peak|leaked|allocated|allocations|temporary] [--kind "
+	      "host|mmap] FILE\n"
 	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
 	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
 	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n",

@@ -66,7 +66,8 @@ static int grow(struct mt_map *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		bool created;
 		if (m->used[i])
-			memcpy(mt_map_put(&n, m->keys[i], &created), m->vals + i * m->vsize, m->vsize);
+			memcpy(mt_map_put(&n, m->keys[i], &created), m->vals + i * m->vsize,
+			       m->vsize);
 	}
 	free(m->keys);
 	free(m->used);
@@ -113,7 +114,8 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 	}
 	if (out)
 		memcpy(out, m->vals + i * m->vsize, m->vsize);
-	/* Backward shift: pull later entries of the probe run into the hole if their home allows. */
+	/* Backward shift: pull later entries of the probe run into the hole if their home allows.
+	 */
 	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
 		size_t home = slot_of(m, m->keys[j]);
 		if (((j - home) & mask) >= ((j - i) & mask)) {

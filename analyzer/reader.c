@@ -22,12 +22,13 @@
 #error "the trace format is little-endian and this reader copies it as is"
 #endif
 
-/* Bounds the header and chunk sizes a reader accepts, so a corrupt header cannot ask for silly work. */
+/* Bounds the header and chunk sizes a reader accepts, so a corrupt header cannot ask for silly
+ * work. */
 #define MAX_HEADER_SIZE (1u << 20)
-#define MAX_CHUNK_SIZE (1u << 30)
+#define MAX_CHUNK_SIZE  (1u << 30)
 
-__attribute__((format(printf, 4, 5)))
-static int fail(struct mt_error *err, int code, uint64_t offset, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int fail(struct mt_error *err, int code,
+                                                      uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -41,37 +42,61 @@ static int fail(struct mt_error *err, int code, uint64_t offset, const char *fmt
 }
 
 static const char *const record_names[MT_REC_TYPE_COUNT] = {
-	[MT_REC_PROCESS] = "PROCESS", [MT_REC_MODULE] = "MODULE",
-	[MT_REC_MODULE_GONE] = "MODULE_GONE", [MT_REC_STACK] = "STACK",
-	[MT_REC_ALLOC] = "ALLOC", [MT_REC_FREE] = "FREE",
-	[MT_REC_REALLOC] = "REALLOC", [MT_REC_FAIL] = "FAIL",
-	[MT_REC_MMAP] = "MMAP", [MT_REC_MUNMAP] = "MUNMAP",
-	[MT_REC_MREMAP] = "MREMAP", [MT_REC_SAMPLE] = "SAMPLE",
-	[MT_REC_EXIT] = "EXIT", [MT_REC_LOST] = "LOST", [MT_REC_MARK] = "MARK",
+        [MT_REC_PROCESS] = "PROCESS",
+        [MT_REC_MODULE] = "MODULE",
+        [MT_REC_MODULE_GONE] = "MODULE_GONE",
+        [MT_REC_STACK] = "STACK",
+        [MT_REC_ALLOC] = "ALLOC",
+        [MT_REC_FREE] = "FREE",
+        [MT_REC_REALLOC] = "REALLOC",
+        [MT_REC_FAIL] = "FAIL",
+        [MT_REC_MMAP] = "MMAP",
+        [MT_REC_MUNMAP] = "MUNMAP",
+        [MT_REC_MREMAP] = "MREMAP",
+        [MT_REC_SAMPLE] = "SAMPLE",
+        [MT_REC_EXIT] = "EXIT",
+        [MT_REC_LOST] = "LOST",
+        [MT_REC_MARK] = "MARK",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
-	[MT_FN_MALLOC] = "malloc", [MT_FN_CALLOC] = "calloc",
-	[MT_FN_REALLOC] = "realloc", [MT_FN_REALLOCARRAY] = "reallocarray",
-	[MT_FN_POSIX_MEMALIGN] = "posix_memalign", [MT_FN_ALIGNED_ALLOC] = "aligned_alloc",
-	[MT_FN_MEMALIGN] = "memalign", [MT_FN_VALLOC] = "valloc",
-	[MT_FN_PVALLOC] = "pvalloc", [MT_FN_FREE] = "free",
-	[MT_FN_MMAP] = "mmap", [MT_FN_MUNMAP] = "munmap", [MT_FN_MREMAP] = "mremap",
-	[MT_FN_CUDA_MALLOC] = "cudaMalloc", [MT_FN_CUDA_FREE] = "cudaFree",
-	[MT_FN_CUDA_MALLOC_ASYNC] = "cudaMallocAsync", [MT_FN_CUDA_FREE_ASYNC] = "cudaFreeAsync",
-	[MT_FN_CUDA_MALLOC_FROM_POOL_ASYNC] = "cudaMallocFromPoolAsync",
-	[MT_FN_CUDA_MALLOC_MANAGED] = "cudaMallocManaged",
-	[MT_FN_CUDA_MALLOC_PITCH] = "cudaMallocPitch", [MT_FN_CUDA_MALLOC_3D] = "cudaMalloc3D",
-	[MT_FN_CUDA_MALLOC_HOST] = "cudaMallocHost", [MT_FN_CUDA_HOST_ALLOC] = "cudaHostAlloc",
-	[MT_FN_CUDA_FREE_HOST] = "cudaFreeHost", [MT_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
-	[MT_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
-	[MT_FN_CU_MEM_ALLOC] = "cuMemAlloc", [MT_FN_CU_MEM_FREE] = "cuMemFree",
-	[MT_FN_CU_MEM_ALLOC_PITCH] = "cuMemAllocPitch", [MT_FN_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
-	[MT_FN_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc", [MT_FN_CU_MEM_FREE_HOST] = "cuMemFreeHost",
-	[MT_FN_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
-	[MT_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
-	[MT_FN_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync", [MT_FN_CU_MEM_CREATE] = "cuMemCreate",
-	[MT_FN_CU_MEM_RELEASE] = "cuMemRelease",
+        [MT_FN_MALLOC] = "malloc",
+        [MT_FN_CALLOC] = "calloc",
+        [MT_FN_REALLOC] = "realloc",
+        [MT_FN_REALLOCARRAY] = "reallocarray",
+        [MT_FN_POSIX_MEMALIGN] = "posix_memalign",
+        [MT_FN_ALIGNED_ALLOC] = "aligned_alloc",
+        [MT_FN_MEMALIGN] = "memalign",
+        [MT_FN_VALLOC] = "valloc",
+        [MT_FN_PVALLOC] = "pvalloc",
+        [MT_FN_FREE] = "free",
+        [MT_FN_MMAP] = "mmap",
+        [MT_FN_MUNMAP] = "munmap",
+        [MT_FN_MREMAP] = "mremap",
+        [MT_FN_CUDA_MALLOC] = "cudaMalloc",
+        [MT_FN_CUDA_FREE] = "cudaFree",
+        [MT_FN_CUDA_MALLOC_ASYNC] = "cudaMallocAsync",
+        [MT_FN_CUDA_FREE_ASYNC] = "cudaFreeAsync",
+        [MT_FN_CUDA_MALLOC_FROM_POOL_ASYNC] = "cudaMallocFromPoolAsync",
+        [MT_FN_CUDA_MALLOC_MANAGED] = "cudaMallocManaged",
+        [MT_FN_CUDA_MALLOC_PITCH] = "cudaMallocPitch",
+        [MT_FN_CUDA_MALLOC_3D] = "cudaMalloc3D",
+        [MT_FN_CUDA_MALLOC_HOST] = "cudaMallocHost",
+        [MT_FN_CUDA_HOST_ALLOC] = "cudaHostAlloc",
+        [MT_FN_CUDA_FREE_HOST] = "cudaFreeHost",
+        [MT_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
+        [MT_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
+        [MT_FN_CU_MEM_ALLOC] = "cuMemAlloc",
+        [MT_FN_CU_MEM_FREE] = "cuMemFree",
+        [MT_FN_CU_MEM_ALLOC_PITCH] = "cuMemAllocPitch",
+        [MT_FN_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+        [MT_FN_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc",
+        [MT_FN_CU_MEM_FREE_HOST] = "cuMemFreeHost",
+        [MT_FN_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+        [MT_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
+        [MT_FN_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+        [MT_FN_CU_MEM_CREATE] = "cuMemCreate",
+        [MT_FN_CU_MEM_RELEASE] = "cuMemRelease",
 };
 
 const char *mt_record_name(unsigned type)
@@ -88,18 +113,26 @@ const char *mt_fn_name(uint64_t fn)
 const char *mt_kind_name(unsigned kind)
 {
 	static const char *const names[MT_KIND_COUNT] = {
-		[MT_KIND_HOST] = "host",
-		[MT_KIND_MMAP] = "mmap",
-		[MT_KIND_CUDA_HOST] = "cuda-host",
-		[MT_KIND_CUDA_MANAGED] = "cuda-managed",
-		[MT_KIND_CUDA_DEVICE + 0] = "cuda:0",   [MT_KIND_CUDA_DEVICE + 1] = "cuda:1",
-		[MT_KIND_CUDA_DEVICE + 2] = "cuda:2",   [MT_KIND_CUDA_DEVICE + 3] = "cuda:3",
-		[MT_KIND_CUDA_DEVICE + 4] = "cuda:4",   [MT_KIND_CUDA_DEVICE + 5] = "cuda:5",
-		[MT_KIND_CUDA_DEVICE + 6] = "cuda:6",   [MT_KIND_CUDA_DEVICE + 7] = "cuda:7",
-		[MT_KIND_CUDA_DEVICE + 8] = "cuda:8",   [MT_KIND_CUDA_DEVICE + 9] = "cuda:9",
-		[MT_KIND_CUDA_DEVICE + 10] = "cuda:10", [MT_KIND_CUDA_DEVICE + 11] = "cuda:11",
-		[MT_KIND_CUDA_DEVICE + 12] = "cuda:12", [MT_KIND_CUDA_DEVICE + 13] = "cuda:13",
-		[MT_KIND_CUDA_DEVICE + 14] = "cuda:14", [MT_KIND_CUDA_DEVICE + 15] = "cuda:15",
+	        [MT_KIND_HOST] = "host",
+	        [MT_KIND_MMAP] = "mmap",
+	        [MT_KIND_CUDA_HOST] = "cuda-host",
+	        [MT_KIND_CUDA_MANAGED] = "cuda-managed",
+	        [MT_KIND_CUDA_DEVICE + 0] = "cuda:0",
+	        [MT_KIND_CUDA_DEVICE + 1] = "cuda:1",
+	        [MT_KIND_CUDA_DEVICE + 2] = "cuda:2",
+	        [MT_KIND_CUDA_DEVICE + 3] = "cuda:3",
+	        [MT_KIND_CUDA_DEVICE + 4] = "cuda:4",
+	        [MT_KIND_CUDA_DEVICE + 5] = "cuda:5",
+	        [MT_KIND_CUDA_DEVICE + 6] = "cuda:6",
+	        [MT_KIND_CUDA_DEVICE + 7] = "cuda:7",
+	        [MT_KIND_CUDA_DEVICE + 8] = "cuda:8",
+	        [MT_KIND_CUDA_DEVICE + 9] = "cuda:9",
+	        [MT_KIND_CUDA_DEVICE + 10] = "cuda:10",
+	        [MT_KIND_CUDA_DEVICE + 11] = "cuda:11",
+	        [MT_KIND_CUDA_DEVICE + 12] = "cuda:12",
+	        [MT_KIND_CUDA_DEVICE + 13] = "cuda:13",
+	        [MT_KIND_CUDA_DEVICE + 14] = "cuda:14",
+	        [MT_KIND_CUDA_DEVICE + 15] = "cuda:15",
 	};
 
 	return kind < MT_KIND_COUNT ? names[kind] : NULL;
@@ -132,25 +165,28 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 	memcpy(&t->header, t->data, sizeof(*h));
 	if (h->byte_order != MT_BYTE_ORDER_MARK) {
 		if (h->byte_order == __builtin_bswap32(MT_BYTE_ORDER_MARK))
-			return fail(err, -EPROTONOSUPPORT, 20, "the trace is big-endian; memtrace reads little-endian traces");
+			return fail(err, -EPROTONOSUPPORT, 20,
+			            "the trace is big-endian; memtrace reads little-endian traces");
 		return fail(err, -EBADMSG, 20, "bad byte order mark 0x%08x", h->byte_order);
 	}
 	if (h->version > MT_FORMAT_VERSION)
 		return fail(err, -EPROTONOSUPPORT, 8,
-			    "trace format version %u is newer than this memtrace reads (%u)",
-			    h->version, MT_FORMAT_VERSION);
+		            "trace format version %u is newer than this memtrace reads (%u)",
+		            h->version, MT_FORMAT_VERSION);
 	if (h->version == 0)
 		return fail(err, -EBADMSG, 8, "bad format version 0");
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
 		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
 	if (h->chunk_size < 4096 || h->chunk_size % 4096 || h->chunk_size > MAX_CHUNK_SIZE)
-		return fail(err, -EBADMSG, 16, "bad chunk size %u (not a multiple of 4096)", h->chunk_size);
+		return fail(err, -EBADMSG, 16, "bad chunk size %u (not a multiple of 4096)",
+		            h->chunk_size);
 	if (t->size < h->header_size)
 		return fail(err, -EBADMSG, t->size, "the file ends inside its %u-byte header",
-			    h->header_size);
+		            h->header_size);
 	body = t->size - h->header_size;
 	t->chunk_count = body / h->chunk_size;
-	/* The writer extends the file a whole chunk at a time: a part chunk means the file was cut. */
+	/* The writer extends the file a whole chunk at a time: a part chunk means the file was cut.
+	 */
 	t->truncated = body % h->chunk_size != 0;
 	return 0;
 }
@@ -195,7 +231,8 @@ static void fit_chunks(struct mt_trace *t)
 	t->fit.clock = t->header.clock;
 	for (uint64_t i = 0; i < t->chunk_count; i++) {
 		struct mt_chunk_header ch;
-		memcpy(&ch, t->data + t->header.header_size + i * (uint64_t)t->header.chunk_size, sizeof(ch));
+		memcpy(&ch, t->data + t->header.header_size + i * (uint64_t)t->header.chunk_size,
+		       sizeof(ch));
 		if (ch.magic == MT_CHUNK_MAGIC)
 			mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
 	}
@@ -261,7 +298,7 @@ uint64_t mt_reader_chunk_slots(const struct mt_trace *t)
 }
 
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
-		    struct mt_error *err)
+                    struct mt_error *err)
 {
 	struct mt_chunk_header ch;
 	uint64_t off = t->header.header_size + index * (uint64_t)t->header.chunk_size;
@@ -269,9 +306,11 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 	if (index >= t->chunk_count) {
 		if (index == t->chunk_count && t->truncated)
 			return fail(err, -EBADMSG, off,
-				    "the file ends inside a chunk (%llu of its %u bytes are there): it was cut short",
-				    (unsigned long long)(t->size - off), t->header.chunk_size);
-		return fail(err, -ERANGE, off, "no chunk %llu in the file", (unsigned long long)index);
+			            "the file ends inside a chunk (%llu of its %u bytes are "
+			            "there): it was cut short",
+			            (unsigned long long)(t->size - off), t->header.chunk_size);
+		return fail(err, -ERANGE, off, "no chunk %llu in the file",
+		            (unsigned long long)index);
 	}
 	memcpy(&ch, t->data + off, sizeof(ch));
 	memset(out, 0, sizeof(*out));
@@ -290,7 +329,7 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 }
 
 int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index,
-		   struct mt_error *err)
+                   struct mt_error *err)
 {
 	int r;
 
@@ -364,7 +403,7 @@ static int64_t z(struct dec *d)
 
 static struct mt_bytes bytes(struct dec *d, uint32_t max)
 {
-	struct mt_bytes b = { NULL, 0 };
+	struct mt_bytes b = {NULL, 0};
 	uint64_t n = u(d);
 
 	if (d->bad)
@@ -399,8 +438,9 @@ static inline uint64_t addr_field(struct dec *d, struct mt_cursor *c)
 
 static int bad_kind(struct mt_error *err, const struct mt_record *rec, uint64_t kind)
 {
-	return fail(err, -EBADMSG, rec->offset, "%s record of memory kind %llu, which does not exist",
-		    mt_record_name(rec->type), (unsigned long long)kind);
+	return fail(err, -EBADMSG, rec->offset,
+	            "%s record of memory kind %llu, which does not exist",
+	            mt_record_name(rec->type), (unsigned long long)kind);
 }
 
 static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
@@ -410,8 +450,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	if (c->skim_events && mt_record_is_event(rec->type)) {
 		time_field(d, c);
 		return d->bad ? fail(err, -EBADMSG, rec->offset, "%s record without its time",
-				     mt_record_name(rec->type))
-			      : 0;
+		                     mt_record_name(rec->type))
+		              : 0;
 	}
 	switch (rec->type) {
 	case MT_REC_PROCESS:
@@ -432,8 +472,9 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.module.build_id = bytes(d, MT_MAX_BUILD_ID);
 		n = u(d);
 		if (!d->bad && n > MT_MAX_SEGMENTS)
-			return fail(err, -EBADMSG, rec->offset, "MODULE record with %llu segments (at most %d)",
-				    (unsigned long long)n, MT_MAX_SEGMENTS);
+			return fail(err, -EBADMSG, rec->offset,
+			            "MODULE record with %llu segments (at most %d)",
+			            (unsigned long long)n, MT_MAX_SEGMENTS);
 		rec->u.module.nseg = (uint32_t)n;
 		for (uint32_t i = 0; i < rec->u.module.nseg && !d->bad; i++) {
 			rec->u.module.seg[i].vaddr = u(d);
@@ -451,11 +492,13 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.stack.gen = u(d);
 		n = u(d);
 		if (!d->bad && n > MT_MAX_DEPTH)
-			return fail(err, -EBADMSG, rec->offset, "STACK record with %llu frames (at most %d)",
-				    (unsigned long long)n, MT_MAX_DEPTH);
+			return fail(err, -EBADMSG, rec->offset,
+			            "STACK record with %llu frames (at most %d)",
+			            (unsigned long long)n, MT_MAX_DEPTH);
 		rec->u.stack.n = (uint32_t)n;
 		for (uint32_t i = 0; i < rec->u.stack.n && !d->bad; i++)
-			rec->u.stack.frames[i] = i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
+			rec->u.stack.frames[i] =
+			        i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
 		break;
 	case MT_REC_ALLOC:
 		time_field(d, c);
@@ -553,8 +596,9 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	}
 	if (d->bad)
 		return fail(err, -EBADMSG, rec->offset,
-			    "%s record: field %u is cut off by the record's length or is not a valid varint",
-			    record_names[rec->type], d->field + 1);
+		            "%s record: field %u is cut off by the record's length or is not a "
+		            "valid varint",
+		            record_names[rec->type], d->field + 1);
 	return 0;
 }
 
@@ -573,19 +617,20 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 	payload = p + 1;
 	if (mt_get_varint(&payload, c->end, &len) < 0) {
 		c->done = true;
-		return fail(err, -EBADMSG, off, "record length is not a valid varint or runs past its chunk");
+		return fail(err, -EBADMSG, off,
+		            "record length is not a valid varint or runs past its chunk");
 	}
 	if (len > (uint64_t)(c->end - payload)) {
 		c->done = true;
 		return fail(err, -EBADMSG, off,
-			    "record of %llu bytes runs past the end of its chunk (%zu bytes left)",
-			    (unsigned long long)len, (size_t)(c->end - payload));
+		            "record of %llu bytes runs past the end of its chunk (%zu bytes left)",
+		            (unsigned long long)len, (size_t)(c->end - payload));
 	}
 	rec->type = *p;
 	rec->offset = off;
 	rec->length = (uint32_t)len;
 	rec->chunk = &c->chunk;
-	d = (struct dec){ .p = payload, .end = payload + len };
+	d = (struct dec){.p = payload, .end = payload + len};
 	r = decode(c, rec, &d, err);
 	if (r < 0) {
 		c->done = true;

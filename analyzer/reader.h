@@ -42,11 +42,11 @@ uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks);
 struct mt_trace {
 	const uint8_t *data; /* the whole file */
 	size_t size;
-	bool mapped;         /* data is our mmap (else the caller's memory) */
+	bool mapped;                  /* data is our mmap (else the caller's memory) */
 	struct mt_file_header header; /* a copy: a live writer may still change next_chunk */
 	struct mt_clock_fit fit;      /* from the chunk headers (replay adds SAMPLE pairs) */
-	uint64_t chunk_count; /* whole chunks present in the file */
-	bool truncated;       /* the file ends inside chunk number chunk_count */
+	uint64_t chunk_count;         /* whole chunks present in the file */
+	bool truncated;               /* the file ends inside chunk number chunk_count */
 };
 
 /* A chunk's header, decoded. */
@@ -74,10 +74,10 @@ struct mt_segment {
 
 /* One decoded record; the union member follows `type`. */
 struct mt_record {
-	unsigned type;      /* enum mt_record_type, or an unknown type (payload skipped) */
-	uint64_t offset;    /* of the type byte in the file */
-	uint32_t length;    /* payload bytes */
-	uint64_t time;      /* ticks: the time register after this record (t1 for realloc, mremap) */
+	unsigned type;   /* enum mt_record_type, or an unknown type (payload skipped) */
+	uint64_t offset; /* of the type byte in the file */
+	uint32_t length; /* payload bytes */
+	uint64_t time;   /* ticks: the time register after this record (t1 for realloc, mremap) */
 	const struct mt_chunk *chunk;
 	union {
 		struct {
@@ -125,7 +125,8 @@ struct mt_record {
 		} mremap;
 		struct {
 			uint64_t ns; /* CLOCK_MONOTONIC ns at `time`: a clock pair */
-			uint64_t n; /* values in the record; only the first MT_SAMPLE_FIELD_COUNT are kept */
+			uint64_t n;  /* values in the record; only the first MT_SAMPLE_FIELD_COUNT
+			                are kept */
 			uint64_t values[MT_SAMPLE_FIELD_COUNT];
 		} sample;
 		struct {
@@ -169,11 +170,11 @@ void mt_reader_close(struct mt_trace *t);
 uint64_t mt_reader_chunk_slots(const struct mt_trace *t);
 /* Decodes chunk header `index`: 1 in use, 0 never written (skip it), < 0 error. */
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
-		    struct mt_error *err);
+                    struct mt_error *err);
 
 /* Positions c at the first record of chunk `index`; same returns as mt_reader_chunk. */
 int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index,
-		   struct mt_error *err);
+                   struct mt_error *err);
 /* 1 and *rec filled, 0 at the end of the chunk's data, < 0 corrupt record. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 

@@ -63,7 +63,7 @@ struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
 	struct range *ranges;
 	size_t nranges, cap;
-	uint8_t removed_kind; /* the kind of the block host_remove last found */
+	uint8_t removed_kind;  /* the kind of the block host_remove last found */
 	uint64_t removed_size; /* and its size */
 };
 
@@ -74,10 +74,11 @@ struct mt_instance_priv {
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
-	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct mt_stack_stats */
+	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct
+	                                             mt_stack_stats */
 	uint64_t epoch[MT_KIND_COUNT];
-	struct live *live; /* during replay */
-	struct live *seed; /* a forked child's copy of its parent's live set */
+	struct live *live;  /* during replay */
+	struct live *seed;  /* a forked child's copy of its parent's live set */
 	uint32_t *children; /* indices of the instances forked from this one */
 	uint32_t nchildren, children_cap;
 	uint32_t modules_cap;
@@ -230,7 +231,8 @@ static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 		p->frames_cap = cap;
 	}
 	if (rec->u.stack.n)
-		memcpy(p->frames + p->nframes, rec->u.stack.frames, rec->u.stack.n * sizeof(uint64_t));
+		memcpy(p->frames + p->nframes, rec->u.stack.frames,
+		       rec->u.stack.n * sizeof(uint64_t));
 	e->first = p->nframes;
 	e->n = rec->u.stack.n;
 	e->gen = (uint32_t)rec->u.stack.gen;
@@ -271,7 +273,8 @@ static int add_module(struct mt_instance *in, const struct mt_record *rec)
 	return 0;
 }
 
-static int first_pass_record(struct mt_replay *r, struct mt_instance *in, const struct mt_record *rec)
+static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
+                             const struct mt_record *rec)
 {
 	in->records++;
 	r->stats.records++;
@@ -305,7 +308,8 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in, const 
 		return add_module(in, rec);
 	case MT_REC_MODULE_GONE:
 		for (uint32_t i = 0; i < in->nmodules; i++) {
-			if (in->modules[i].base == rec->u.module_gone.base && !in->modules[i].gone_time) {
+			if (in->modules[i].base == rec->u.module_gone.base &&
+			    !in->modules[i].gone_time) {
 				in->modules[i].gone_time = rec->time;
 				break;
 			}
@@ -353,7 +357,8 @@ static int link_instances(struct mt_replay *r)
 		const uint32_t *pi;
 		struct mt_instance_priv *pp;
 
-		if (c->origin != MT_ORIGIN_FORK || !(pi = mt_map_get(&r->index, c->parent_instance)) || *pi == i)
+		if (c->origin != MT_ORIGIN_FORK ||
+		    !(pi = mt_map_get(&r->index, c->parent_instance)) || *pi == i)
 			continue;
 		pp = r->instances[*pi].priv;
 		if (pp->nchildren == pp->children_cap) {
@@ -460,7 +465,8 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 
 /* ---- accounting ---- */
 
-/* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last sync. */
+/* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last
+ * sync. */
 static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
 {
 	const mt_u128 y = s->live_bytes;
@@ -592,7 +598,7 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 }
 
 static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-		  int64_t dbytes, int64_t dblocks, bool alloc, uint64_t alloc_bytes)
+                  int64_t dbytes, int64_t dblocks, bool alloc, uint64_t alloc_bytes)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct mt_kind_stats *k = &in->kind[kind];
@@ -735,7 +741,7 @@ static size_t range_find(const struct live *l, uint64_t a)
 
 /* Takes [a, a + len) out of the tracked ranges: trims, splits, removes. */
 static int ranges_remove(struct mt_instance *in, struct live *l, uint64_t a, uint64_t len,
-			 uint64_t *removed)
+                         uint64_t *removed)
 {
 	uint64_t b = range_end(a, len);
 	size_t i = range_find(l, a);
@@ -747,24 +753,28 @@ static int ranges_remove(struct mt_instance *in, struct live *l, uint64_t a, uin
 		uint64_t s = r->addr, e = range_end(r->addr, r->len);
 
 		if (a <= s && b >= e) {
-			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(e - s), -1, false, 0);
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack,
+			             -(int64_t)(e - s), -1, false, 0);
 			*removed += e - s;
 			memmove(r, r + 1, (l->nranges - i - 1) * sizeof(*r));
 			l->nranges--;
 		} else if (a <= s) {
-			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(b - s), 0, false, 0);
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack,
+			             -(int64_t)(b - s), 0, false, 0);
 			*removed += b - s;
 			r->addr = b;
 			r->len = e - b;
 			i++;
 		} else if (b >= e) {
-			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(e - a), 0, false, 0);
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack,
+			             -(int64_t)(e - a), 0, false, 0);
 			*removed += e - a;
 			r->len = a - s;
 			i++;
 		} else {
-			struct range tail = { b, e - b, r->stack, r->stack_instance };
-			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack, -(int64_t)(b - a), 1, false, 0);
+			struct range tail = {b, e - b, r->stack, r->stack_instance};
+			ret = adjust(in, MT_KIND_MMAP, r->stack_instance, r->stack,
+			             -(int64_t)(b - a), 1, false, 0);
 			*removed += b - a;
 			r->len = a - s;
 			if (ret == 0)
@@ -778,9 +788,9 @@ static int ranges_remove(struct mt_instance *in, struct live *l, uint64_t a, uin
 }
 
 static int ranges_add(struct mt_instance *in, struct live *l, uint64_t a, uint64_t len,
-		      uint32_t stack, uint32_t si, bool alloc, uint64_t alloc_bytes)
+                      uint32_t stack, uint32_t si, bool alloc, uint64_t alloc_bytes)
 {
-	struct range r = { a, range_end(a, len) - a, stack, si };
+	struct range r = {a, range_end(a, len) - a, stack, si};
 	uint64_t removed;
 	int ret;
 
@@ -824,11 +834,11 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	l->removed_kind = copy.kind;
 	l->removed_size = copy.size;
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
-		      -(int64_t)copy.size, -1, false, 0);
+	              -(int64_t)copy.size, -1, false, 0);
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
-		    uint64_t stack, enum mt_kind kind)
+                    uint64_t stack, enum mt_kind kind)
 {
 	struct host_block *b;
 	bool created;
@@ -839,8 +849,8 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, -(int64_t)b->size,
-			     -1, false, 0);
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
+		             -(int64_t)b->size, -1, false, 0);
 		if (ret < 0)
 			return ret;
 	}
@@ -859,7 +869,7 @@ struct stream {
 	struct mt_cursor cur;
 	struct mt_record rec;
 	uint64_t key;
-	int phase;         /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
+	int phase; /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
 	bool mremap_tracked;
 };
 
@@ -878,9 +888,10 @@ static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error
 			return ret;
 		if (ret > 0) {
 			s->phase = two_phase(&s->rec) ? 0 : 1;
-			s->key = s->phase == 0 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
-										   : s->rec.u.mremap.t0)
-					       : s->rec.time;
+			s->key = s->phase == 0
+			                 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
+			                                                  : s->rec.u.mremap.t0)
+			                 : s->rec.time;
 			return 1;
 		}
 		if (s->next_chunk >= s->th->n)
@@ -943,7 +954,8 @@ static int apply(struct mt_instance *in, struct stream *s)
 			return 0;
 		}
 		return host_add(in, l, mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
-				rec->u.alloc.size, rec->u.alloc.stack, (enum mt_kind)rec->u.alloc.kind);
+		                rec->u.alloc.size, rec->u.alloc.stack,
+		                (enum mt_kind)rec->u.alloc.kind);
 	case MT_REC_FREE:
 		if (rec->u.free.addr == 0)
 			return 0;
@@ -964,8 +976,8 @@ static int apply(struct mt_instance *in, struct stream *s)
 			return ret;
 		}
 		if (rec->u.realloc.addr != 0)
-			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size, rec->u.realloc.stack,
-				       MT_KIND_HOST);
+			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size,
+			               rec->u.realloc.stack, MT_KIND_HOST);
 		return ret;
 	case MT_REC_FAIL: {
 		enum mt_kind kind = (enum mt_kind)rec->u.fail.kind;
@@ -977,36 +989,42 @@ static int apply(struct mt_instance *in, struct stream *s)
 					return -ENOMEM;
 			}
 			in->fails[in->nfails++] = (struct mt_fail_event){
-				.time = rec->time, .offset = rec->offset, .fn = (uint32_t)rec->u.fail.fn,
-				.err = (uint32_t)rec->u.fail.err, .size = rec->u.fail.size,
-				.stack = (uint32_t)rec->u.fail.stack, .kind = kind,
-				.device_free = rec->u.fail.device_free,
-				.device_total = rec->u.fail.device_total,
+			        .time = rec->time,
+			        .offset = rec->offset,
+			        .fn = (uint32_t)rec->u.fail.fn,
+			        .err = (uint32_t)rec->u.fail.err,
+			        .size = rec->u.fail.size,
+			        .stack = (uint32_t)rec->u.fail.stack,
+			        .kind = kind,
+			        .device_free = rec->u.fail.device_free,
+			        .device_total = rec->u.fail.device_total,
 			};
 		}
 		return 0;
 	}
 	case MT_REC_MMAP:
-		return ranges_add(in, l, rec->u.mmap.addr, rec->u.mmap.len, (uint32_t)rec->u.mmap.stack,
-				  in->id, true, rec->u.mmap.len);
+		return ranges_add(in, l, rec->u.mmap.addr, rec->u.mmap.len,
+		                  (uint32_t)rec->u.mmap.stack, in->id, true, rec->u.mmap.len);
 	case MT_REC_MUNMAP:
-		ret = ranges_remove(in, l, rec->u.munmap.addr, page_round(rec->u.munmap.len), &removed);
+		ret = ranges_remove(in, l, rec->u.munmap.addr, page_round(rec->u.munmap.len),
+		                    &removed);
 		if (removed)
 			in->kind[MT_KIND_MMAP].frees++;
 		return ret;
 	case MT_REC_MREMAP:
 		if (s->phase == 0) {
-			ret = ranges_remove(in, l, rec->u.mremap.old, page_round(rec->u.mremap.old_len),
-					    &removed);
+			ret = ranges_remove(in, l, rec->u.mremap.old,
+			                    page_round(rec->u.mremap.old_len), &removed);
 			/* a file mapping moved: not ours before, not ours after */
 			s->mremap_tracked = removed != 0;
 			return ret;
 		}
 		if (s->mremap_tracked)
 			ret = ranges_add(in, l, rec->u.mremap.addr, rec->u.mremap.len,
-					 (uint32_t)rec->u.mremap.stack, in->id, false,
-					 rec->u.mremap.len > rec->u.mremap.old_len
-						 ? rec->u.mremap.len - rec->u.mremap.old_len : 0);
+			                 (uint32_t)rec->u.mremap.stack, in->id, false,
+			                 rec->u.mremap.len > rec->u.mremap.old_len
+			                         ? rec->u.mremap.len - rec->u.mremap.old_len
+			                         : 0);
 		s->mremap_tracked = false;
 		return ret;
 	case MT_REC_SAMPLE:
@@ -1035,7 +1053,8 @@ static int seed_child(struct mt_instance *in)
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
 		struct host_block *b = v;
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)b->size, 1, false, 0);
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
+		             (int64_t)b->size, 1, false, 0);
 		if (ret < 0)
 			return ret;
 		in->kind[b->kind].inherited_bytes += b->size;
@@ -1043,7 +1062,8 @@ static int seed_child(struct mt_instance *in)
 	}
 	for (size_t i = 0; i < seed->nranges; i++) {
 		struct range *rg = &seed->ranges[i];
-		ret = adjust(in, MT_KIND_MMAP, rg->stack_instance, rg->stack, (int64_t)rg->len, 1, false, 0);
+		ret = adjust(in, MT_KIND_MMAP, rg->stack_instance, rg->stack, (int64_t)rg->len, 1,
+		             false, 0);
 		if (ret < 0)
 			return ret;
 		in->kind[MT_KIND_MMAP].inherited_bytes += rg->len;
@@ -1054,7 +1074,8 @@ static int seed_child(struct mt_instance *in)
 
 static int cmp_child(const void *a, const void *b)
 {
-	const struct mt_instance *x = *(struct mt_instance *const *)a, *y = *(struct mt_instance *const *)b;
+	const struct mt_instance *x = *(struct mt_instance *const *)a,
+	                         *y = *(struct mt_instance *const *)b;
 
 	if (x->start_time != y->start_time)
 		return x->start_time < y->start_time ? -1 : 1;
@@ -1062,7 +1083,7 @@ static int cmp_child(const void *a, const void *b)
 }
 
 static int replay_instance(struct mt_replay *r, struct mt_instance *in,
-			   const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
+                           const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stream *streams = NULL, **heap = NULL;
@@ -1174,7 +1195,7 @@ out:
 }
 
 int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,
-		  struct mt_error *err)
+                  struct mt_error *err)
 {
 	for (uint32_t i = 0; i < r->ninstances; i++) {
 		struct mt_instance *in = &r->instances[i];
@@ -1258,7 +1279,7 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r)
 }
 
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
-		    const uint64_t **frames, uint32_t *n, uint32_t *gen)
+                    const uint64_t **frames, uint32_t *n, uint32_t *gen)
 {
 	const struct mt_instance *in = mt_replay_find_instance(r, instance);
 	const struct stack_entry *e;
@@ -1274,7 +1295,7 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 }
 
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
-			   int (*fn)(void *ctx, const struct mt_block *b), void *ctx)
+                           int (*fn)(void *ctx, const struct mt_block *b), void *ctx)
 {
 	const struct live *l = in->priv->live;
 	uint64_t key;
@@ -1286,13 +1307,15 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		struct mt_block b = { key, h->size, h->stack, h->stack_instance, (enum mt_kind)h->kind };
+		struct mt_block b = {key, h->size, h->stack, h->stack_instance,
+		                     (enum mt_kind)h->kind};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
 	for (size_t i = 0; i < l->nranges; i++) {
 		const struct range *rg = &l->ranges[i];
-		struct mt_block b = { rg->addr, rg->len, rg->stack, rg->stack_instance, MT_KIND_MMAP };
+		struct mt_block b = {rg->addr, rg->len, rg->stack, rg->stack_instance,
+		                     MT_KIND_MMAP};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
@@ -1300,7 +1323,7 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 }
 
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
-			    int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx)
+                            int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx)
 {
 	(void)r;
 	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {

@@ -37,8 +37,9 @@ __extension__ typedef __int128 mt_i128;
 
 /* Per memory kind figures of one instance. */
 struct mt_kind_stats {
-	uint64_t allocations;     /* successful allocations (realloc to a new block counts; mmap) */
-	uint64_t frees;           /* tracked blocks given back (a munmap that released something counts once) */
+	uint64_t allocations; /* successful allocations (realloc to a new block counts; mmap) */
+	uint64_t frees; /* tracked blocks given back (a munmap that released something counts once)
+	                 */
 	uint64_t bytes_allocated; /* sum of sizes allocated (mremap growth included) */
 	uint64_t live_bytes;      /* live now (at the end, once the instance is replayed) */
 	uint64_t live_blocks;
@@ -84,15 +85,15 @@ struct mt_module {
 
 /* One SAMPLE record, and the host bytes live when it was taken. */
 struct mt_sample_point {
-	uint64_t time;      /* ticks */
-	uint64_t live_host; /* live host bytes at that moment in the replay */
+	uint64_t time;                          /* ticks */
+	uint64_t live_host;                     /* live host bytes at that moment in the replay */
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 
 /* One MARK record, and the bytes live of every kind when it was made. */
 struct mt_mark_point {
-	uint64_t time;  /* ticks */
-	char *label;    /* NUL-terminated copy */
+	uint64_t time; /* ticks */
+	char *label;   /* NUL-terminated copy */
 	uint64_t live[MT_KIND_COUNT];
 };
 
@@ -113,33 +114,34 @@ struct mt_instance_priv;
 /* One process instance (PROCESS record) and, after mt_replay_run(), its figures. */
 struct mt_instance {
 	uint32_t id;
-	bool have_process;      /* false: chunks of this instance but no PROCESS record */
+	bool have_process; /* false: chunks of this instance but no PROCESS record */
 	uint64_t process_offset;
 	uint32_t pid, ppid;
-	uint32_t origin;        /* enum mt_origin */
+	uint32_t origin; /* enum mt_origin */
 	uint32_t parent_instance;
 	uint32_t depth;
-	uint64_t start_time;    /* ticks, like every time here (see mt_replay_clock) */
+	uint64_t start_time; /* ticks, like every time here (see mt_replay_clock) */
 	uint64_t realtime;
-	char *exe;              /* NUL-terminated copies */
-	char *cmdline;          /* arguments joined by spaces, for display */
+	char *exe;     /* NUL-terminated copies */
+	char *cmdline; /* arguments joined by spaces, for display */
 	enum mt_end end;
 	uint32_t exit_how, exit_status;
-	uint64_t end_time;      /* the EXIT record's time, or the last record's */
-	uint64_t records;       /* records of all kinds in this instance's chunks */
-	uint64_t events;        /* ALLOC .. MREMAP records */
+	uint64_t end_time; /* the EXIT record's time, or the last record's */
+	uint64_t records;  /* records of all kinds in this instance's chunks */
+	uint64_t events;   /* ALLOC .. MREMAP records */
 	uint64_t chunks;
 	uint32_t threads;
 	struct mt_kind_stats kind[MT_KIND_COUNT];
-	uint64_t sample_count;  /* SAMPLE records; the last one by time: */
+	uint64_t sample_count; /* SAMPLE records; the last one by time: */
 	uint64_t sample_time;
 	uint64_t sample[MT_SAMPLE_FIELD_COUNT];
 	struct mt_sample_point *samples; /* every SAMPLE, in time order */
 	uint64_t nsamples;
-	struct mt_mark_point *marks;     /* every MARK, in time order */
+	struct mt_mark_point *marks; /* every MARK, in time order */
 	uint32_t nmarks;
 	struct mt_checkpoints checkpoints;
-	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown. */
+	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown.
+	 */
 	uint64_t last_free_size;
 	uint64_t lost_stack_events; /* LOST reason 1: events whose stack is 0 */
 	int64_t stopped_errno;      /* LOST reason 2 */
@@ -206,7 +208,8 @@ struct mt_replay_callbacks {
 	 * returned by mt_replay_run().
 	 */
 	int (*record)(void *ctx, const struct mt_instance *in, const struct mt_record *rec);
-	/* An instance is replayed; its live blocks can be walked with mt_replay_foreach_live() until it returns. */
+	/* An instance is replayed; its live blocks can be walked with mt_replay_foreach_live()
+	 * until it returns. */
 	int (*instance_done)(void *ctx, struct mt_replay *r, const struct mt_instance *in);
 };
 
@@ -214,7 +217,7 @@ struct mt_replay_callbacks {
 int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err);
 /* Second pass over all instances, parents before their forked children. */
 int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,
-		  struct mt_error *err);
+                  struct mt_error *err);
 void mt_replay_free(struct mt_replay *r);
 
 /* Instances in id order. */
@@ -233,16 +236,16 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 
 /* The frames of a stack of instance `instance`, innermost first; -ENOENT if unknown. */
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
-		    const uint64_t **frames, uint32_t *n, uint32_t *gen);
+                    const uint64_t **frames, uint32_t *n, uint32_t *gen);
 
 /* The live blocks of an instance, during its instance_done callback only. */
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
-			   int (*fn)(void *ctx, const struct mt_block *b), void *ctx);
+                           int (*fn)(void *ctx, const struct mt_block *b), void *ctx);
 /*
  * Per-stack figures of a replayed instance (kept until mt_replay_free); also
  * during its record callback, where live_* are current and peak_* may lag.
  */
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
-			    int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);
+                            int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);
 
 #endif

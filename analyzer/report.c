@@ -23,7 +23,7 @@
 #include "analysis.h"
 #include "commands.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES  512
 #define TEXT_FRAMES 5
 
 /* ---- helpers shared by report, flamegraph and check ---- */
@@ -53,14 +53,16 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 	p->last = t;
 	p->shown = true;
 	fprintf(stderr, "\rmemtrace: %s: %3.0f%% (%.1fM of %.1fM events)", p->file,
-		total ? 100.0 * (double)done / (double)total : 0.0, (double)done / 1e6, (double)total / 1e6);
+	        total ? 100.0 * (double)done / (double)total : 0.0, (double)done / 1e6,
+	        (double)total / 1e6);
 	fflush(stderr);
 }
 
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r)
 {
 	if (err->message[0] && (r == -EBADMSG || r == -EPROTONOSUPPORT))
-		fprintf(stderr, "memtrace: %s: byte %" PRIu64 ": %s\n", file, err->offset, err->message);
+		fprintf(stderr, "memtrace: %s: byte %" PRIu64 ": %s\n", file, err->offset,
+		        err->message);
 	else if (err->message[0])
 		fprintf(stderr, "memtrace: %s: %s\n", file, err->message);
 	else
@@ -69,9 +71,9 @@ void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r)
 
 int mt_cmd_analyze(const char *file, struct mt_analysis **out)
 {
-	struct progress p = { .file = file, .start = now_s() };
-	struct mt_analysis_progress cb = { show_progress, &p };
-	struct mt_error err = { 0 };
+	struct progress p = {.file = file, .start = now_s()};
+	struct mt_analysis_progress cb = {show_progress, &p};
+	struct mt_error err = {0};
 	int r;
 
 	r = mt_analysis_open(out, file, isatty(STDERR_FILENO) ? &cb : NULL, &err);
@@ -86,7 +88,7 @@ int mt_cmd_analyze(const char *file, struct mt_analysis **out)
 
 void mt_cmd_size(char *buf, size_t n, uint64_t bytes)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	double v = (double)bytes;
 	int u = -1;
 
@@ -192,7 +194,8 @@ static struct mt_stack_row *ranked(const struct mt_kind_result *k, enum mt_metri
 		return NULL;
 	/* a block of 0 bytes is a leak all the same */
 	for (size_t i = 0; i < k->nrows; i++)
-		if (mt_stack_row_value(&k->rows[i], m) || (m == MT_METRIC_LEAKED && k->rows[i].leaked_blocks) ||
+		if (mt_stack_row_value(&k->rows[i], m) ||
+		    (m == MT_METRIC_LEAKED && k->rows[i].leaked_blocks) ||
 		    (m == MT_METRIC_PEAK && k->rows[i].peak_blocks))
 			rows[kept++] = k->rows[i];
 	mt_stack_rows_sort(rows, kept, m);
@@ -201,7 +204,7 @@ static struct mt_stack_row *ranked(const struct mt_kind_result *k, enum mt_metri
 }
 
 static void print_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
-			 const char *indent)
+                         const char *indent)
 {
 	char line[1024];
 	int n = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
@@ -219,7 +222,7 @@ static void print_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si
 }
 
 static void print_stacks(struct mt_analysis *a, struct mt_sym *syms, const struct mt_kind_result *k,
-			 enum mt_metric m, unsigned top)
+                         enum mt_metric m, unsigned top)
 {
 	size_t n;
 	struct mt_stack_row *rows = ranked(k, m, &n);
@@ -246,22 +249,24 @@ static void print_histogram(const struct mt_kind_result *k)
 		if (!k->histogram[b])
 			continue;
 		mt_cmd_size(lo, sizeof(lo), b ? UINT64_C(1) << (b - 1) : 0);
-		printf("%s%s%s: %" PRIu64, any ? ", " : "    sizes: ", b ? ">= " : "", lo, k->histogram[b]);
+		printf("%s%s%s: %" PRIu64, any ? ", " : "    sizes: ", b ? ">= " : "", lo,
+		       k->histogram[b]);
 		any = true;
 	}
 	if (any)
 		putchar('\n');
 }
 
-static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
-		       enum mt_kind kind, unsigned top)
+static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
+                       const struct mt_process_result *p, enum mt_kind kind, unsigned top)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
 	const struct mt_kind_stats *s = &k->stats;
 	char b1[32], b2[32];
 
 	mt_cmd_size(b1, sizeof(b1), s->bytes_allocated);
-	printf("  %s: %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, %" PRIu64 " temporary",
+	printf("  %s: %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, %" PRIu64
+	       " temporary",
 	       mt_kind_name(kind), s->allocations, s->frees, b1, k->temporary);
 	if (s->inherited_blocks) {
 		mt_cmd_size(b1, sizeof(b1), s->inherited_bytes);
@@ -270,15 +275,17 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 	putchar('\n');
 	mt_cmd_size(b1, sizeof(b1), s->peak_bytes);
 	printf("    peak %s in %" PRIu64 " block%s at %.3f ms\n", b1, s->peak_blocks,
-	       s->peak_blocks == 1 ? "" : "s", (double)mt_analysis_since_start(a, p->in, s->peak_time) / 1e6);
+	       s->peak_blocks == 1 ? "" : "s",
+	       (double)mt_analysis_since_start(a, p->in, s->peak_time) / 1e6);
 	print_stacks(a, syms, k, MT_METRIC_PEAK, top);
 	mt_cmd_size(b1, sizeof(b1), k->leaked_bytes);
 	if (p->in->end == MT_END_EXEC) {
 		mt_cmd_size(b2, sizeof(b2), s->live_bytes);
 		printf("    no leaks: the exec dropped the %s then live\n", b2);
 	} else if (k->leaked_blocks) {
-		printf("    %s %s in %" PRIu64 " block%s\n", p->in->end == MT_END_EXIT ? "leaked" : "live at death",
-		       b1, k->leaked_blocks, k->leaked_blocks == 1 ? "" : "s");
+		printf("    %s %s in %" PRIu64 " block%s\n",
+		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, k->leaked_blocks,
+		       k->leaked_blocks == 1 ? "" : "s");
 		print_stacks(a, syms, k, MT_METRIC_LEAKED, top);
 	} else {
 		printf("    no leaks\n");
@@ -300,11 +307,13 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 			else
 				printf("errno %" PRIu32, f->event.err);
 			printf(", %s live in %" PRIu64 " blocks\n", b2, f->live_blocks);
-			if (f->have_sample_before && f->event.kind < MT_KIND_CUDA_HOST && f->heap_free_before) {
+			if (f->have_sample_before && f->event.kind < MT_KIND_CUDA_HOST &&
+			    f->heap_free_before) {
 				char b3[32], b4[32];
 				mt_cmd_size(b3, sizeof(b3), f->heap_free_before);
 				mt_cmd_size(b4, sizeof(b4), f->rss_before);
-				printf("        asked %s with %s free in the heap (RSS %s): %s\n", b1, b3, b4,
+				printf("        asked %s with %s free in the heap (RSS %s): %s\n",
+				       b1, b3, b4,
 				       f->event.size > f->heap_free_before
 				               ? "more than everything free"
 				               : "enough in total, but not in one piece");
@@ -316,14 +325,17 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 				printf("        the device had %s free of %s: %s\n", b3, b4,
 				       f->event.size > f->event.device_free
 				               ? "the request is larger than all that is free"
-				               : "enough in total, but not in one piece (fragmentation, or a "
+				               : "enough in total, but not in one piece "
+				                 "(fragmentation, or a "
 				                 "caching allocator holding it)");
 			}
 			print_frames(a, syms, p->in->id, f->event.stack, "        ");
 			for (uint32_t t = 0; t < f->ntop && t < 3; t++) {
 				mt_cmd_size(b2, sizeof(b2), f->top[t].leaked_bytes);
-				printf("        held then: %s in %" PRIu64 " blocks by\n", b2, f->top[t].leaked_blocks);
-				print_frames(a, syms, f->top[t].stack_instance, f->top[t].stack, "          ");
+				printf("        held then: %s in %" PRIu64 " blocks by\n", b2,
+				       f->top[t].leaked_blocks);
+				print_frames(a, syms, f->top[t].stack_instance, f->top[t].stack,
+				             "          ");
 			}
 		}
 	}
@@ -335,7 +347,7 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms, const struct 
 /* The row of a stack in a kind's result, for its allocation counts; a zero row if none. */
 static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si, uint32_t stack)
 {
-	struct mt_stack_row none = { .stack = stack, .stack_instance = si };
+	struct mt_stack_row none = {.stack = stack, .stack_instance = si};
 
 	for (size_t i = 0; i < k->nrows; i++)
 		if (k->rows[i].stack == stack && k->rows[i].stack_instance == si)
@@ -345,7 +357,7 @@ static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si,
 
 /* "fn (file:line)" of a stack's first frame, the code that asked. */
 static void top_frame(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
-		      char *buf, size_t n)
+                      char *buf, size_t n)
 {
 	int got = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
 
@@ -356,7 +368,7 @@ static void top_frame(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, u
 }
 
 static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const struct mt_growth *g,
-			      const char *indent)
+                              const char *indent)
 {
 	char b1[32], b2[32], b3[32], frame[1024];
 
@@ -368,11 +380,12 @@ static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const 
 		mt_cmd_size(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
 		printf(": %s per mark,", b3);
 	}
-	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2, frame);
+	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2,
+	       frame);
 }
 
-static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
-			    unsigned top)
+static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
+                            const struct mt_process_result *p, unsigned top)
 {
 	const struct mt_diagnosis *d = &p->diag;
 	const struct mt_memory_over_time *m = &d->mem;
@@ -392,7 +405,9 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms, const st
 			printf(" (memory.current %s); %s of heap live at death\n", b2, b1);
 		} else if (pm->have_sample) {
 			mt_cmd_size(b2, sizeof(b2), pm->last_rss);
-			printf("    killed at %s RSS (no cgroup limit known); %s of heap live at death\n", b2, b1);
+			printf("    killed at %s RSS (no cgroup limit known); %s of heap live at "
+			       "death\n",
+			       b2, b1);
 		} else {
 			printf("    killed; %s of heap live at death (no samples)\n", b1);
 		}
@@ -400,10 +415,11 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms, const st
 	for (size_t i = 0; i < d->ngrowth && i < top && i < 3; i++)
 		print_growth_line(a, syms, &d->growth[i], "    ");
 	if (d->ngrowth > 3 && top > 3)
-		printf("    ... %zu more growing stack%s (--json)\n", d->ngrowth - 3, d->ngrowth - 3 == 1 ? "" : "s");
+		printf("    ... %zu more growing stack%s (--json)\n", d->ngrowth - 3,
+		       d->ngrowth - 3 == 1 ? "" : "s");
 	if (p->in->nmarks)
-		printf("    %u mark%s, the last \"%s\"\n", p->in->nmarks, p->in->nmarks == 1 ? "" : "s",
-		       p->in->marks[p->in->nmarks - 1].label);
+		printf("    %u mark%s, the last \"%s\"\n", p->in->nmarks,
+		       p->in->nmarks == 1 ? "" : "s", p->in->marks[p->in->nmarks - 1].label);
 	if (m->samples) {
 		mt_cmd_size(b1, sizeof(b1), m->rss_peak);
 		mt_cmd_size(b2, sizeof(b2), m->rss_last);
@@ -412,7 +428,8 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms, const st
 			mt_cmd_size(b1, sizeof(b1), m->pss_peak);
 			printf("; Pss peak %s", b1);
 		}
-		if (m->private_dirty_last > m->private_dirty_first && p->in->origin == MT_ORIGIN_FORK) {
+		if (m->private_dirty_last > m->private_dirty_first &&
+		    p->in->origin == MT_ORIGIN_FORK) {
 			mt_cmd_size(b1, sizeof(b1), m->private_dirty_first);
 			mt_cmd_size(b2, sizeof(b2), m->private_dirty_last);
 			mt_cmd_size(b3, sizeof(b3), m->private_dirty_last - m->private_dirty_first);
@@ -450,13 +467,15 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 			putchar('\n');
 			break;
 		case MT_END_EXIT:
-			printf("  exited with status %u (%s)\n", in->exit_status, how_text(in->exit_how));
+			printf("  exited with status %u (%s)\n", in->exit_status,
+			       how_text(in->exit_how));
 			break;
 		case MT_END_EXEC:
 			printf("  replaced by exec\n");
 			break;
 		case MT_END_STOPPED:
-			printf("  tracing stopped (errno %" PRId64 "): the figures end there\n", in->stopped_errno);
+			printf("  tracing stopped (errno %" PRId64 "): the figures end there\n",
+			       in->stopped_errno);
 			break;
 		}
 		if (in->origin == MT_ORIGIN_FORK)
@@ -511,8 +530,8 @@ static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t 
 	return frames;
 }
 
-static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_stack_row *row,
-			  uint64_t bytes, uint64_t blocks)
+static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
+                          const struct mt_stack_row *row, uint64_t bytes, uint64_t blocks)
 {
 	json_t *o = json_object();
 
@@ -526,8 +545,9 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms, const stru
 	return o;
 }
 
-static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_kind_result *k,
-			   enum mt_metric m, unsigned top, size_t *total)
+static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms,
+                           const struct mt_kind_result *k, enum mt_metric m, unsigned top,
+                           size_t *total)
 {
 	json_t *arr = json_array();
 	size_t n;
@@ -536,15 +556,17 @@ static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms, const str
 	*total = n;
 	for (size_t i = 0; rows && i < n && i < top; i++) {
 		const struct mt_stack_row *r = &rows[i];
-		json_array_append_new(arr, m == MT_METRIC_PEAK ? stack_json(a, syms, r, r->peak_bytes, r->peak_blocks)
-							       : stack_json(a, syms, r, r->leaked_bytes, r->leaked_blocks));
+		json_array_append_new(
+		        arr, m == MT_METRIC_PEAK
+		                     ? stack_json(a, syms, r, r->peak_bytes, r->peak_blocks)
+		                     : stack_json(a, syms, r, r->leaked_bytes, r->leaked_blocks));
 	}
 	free(rows);
 	return arr;
 }
 
-static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
-			 enum mt_kind kind, unsigned top)
+static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
+                         const struct mt_process_result *p, enum mt_kind kind, unsigned top)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
 	const struct mt_kind_stats *s = &k->stats;
@@ -557,7 +579,8 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 	json_object_set_new(o, "temporary_allocations", json_u64(k->temporary));
 	json_object_set_new(o, "peak_bytes", json_u64(s->peak_bytes));
 	json_object_set_new(o, "peak_blocks", json_u64(s->peak_blocks));
-	json_object_set_new(o, "peak_time_ns", json_u64(mt_analysis_since_start(a, p->in, s->peak_time)));
+	json_object_set_new(o, "peak_time_ns",
+	                    json_u64(mt_analysis_since_start(a, p->in, s->peak_time)));
 	json_object_set_new(o, "leaked_bytes", json_u64(k->leaked_bytes));
 	json_object_set_new(o, "leaked_blocks", json_u64(k->leaked_blocks));
 	json_object_set_new(o, "live_at_end_bytes", json_u64(s->live_bytes));
@@ -568,7 +591,8 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 	json_object_set_new(o, "failed_allocations", json_u64(s->failed));
 	json_object_set_new(o, "peak_stacks", stacks_json(a, syms, k, MT_METRIC_PEAK, top, &total));
 	json_object_set_new(o, "peak_stacks_total", json_u64(total));
-	json_object_set_new(o, "leak_stacks", stacks_json(a, syms, k, MT_METRIC_LEAKED, top, &total));
+	json_object_set_new(o, "leak_stacks",
+	                    stacks_json(a, syms, k, MT_METRIC_LEAKED, top, &total));
 	json_object_set_new(o, "leak_stacks_total", json_u64(total));
 	for (uint32_t i = 0; i < k->nfails; i++) {
 		const struct mt_fail_snapshot *f = &k->fails[i];
@@ -578,14 +602,18 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 		json_object_set_new(fo, "size", json_u64(f->event.size));
 		/* a CUDA failure's code is a cudaError_t or CUresult, not an errno */
 		json_object_set_new(fo, f->event.kind >= MT_KIND_CUDA_HOST ? "cuda_error" : "errno",
-				    json_integer(f->event.err));
-		json_object_set_new(fo, "time_ns", json_u64(mt_analysis_since_start(a, p->in, f->event.time)));
+		                    json_integer(f->event.err));
+		json_object_set_new(fo, "time_ns",
+		                    json_u64(mt_analysis_since_start(a, p->in, f->event.time)));
 		json_object_set_new(fo, "live_bytes", json_u64(f->live_bytes));
 		json_object_set_new(fo, "live_blocks", json_u64(f->live_blocks));
 		if (f->event.kind < MT_KIND_CUDA_HOST) {
 			json_object_set_new(fo, "heap_free_before",
-					    f->have_sample_before ? json_u64(f->heap_free_before) : json_null());
-			json_object_set_new(fo, "rss_before", f->have_sample_before ? json_u64(f->rss_before) : json_null());
+			                    f->have_sample_before ? json_u64(f->heap_free_before)
+			                                          : json_null());
+			json_object_set_new(fo, "rss_before",
+			                    f->have_sample_before ? json_u64(f->rss_before)
+			                                          : json_null());
 		}
 		if (f->event.device_total) {
 			json_object_set_new(fo, "device_free", json_u64(f->event.device_free));
@@ -598,8 +626,9 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 		json_object_set_new(st, "frames", frames_json(a, syms, p->in->id, f->event.stack));
 		json_object_set_new(fo, "stack", st);
 		for (uint32_t t = 0; t < f->ntop; t++)
-			json_array_append_new(held, stack_json(a, syms, &f->top[t], f->top[t].leaked_bytes,
-							       f->top[t].leaked_blocks));
+			json_array_append_new(held, stack_json(a, syms, &f->top[t],
+			                                       f->top[t].leaked_bytes,
+			                                       f->top[t].leaked_blocks));
 		json_object_set_new(fo, "top_stacks", held);
 		json_array_append_new(fails, fo);
 	}
@@ -610,7 +639,10 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 			continue;
 		h = json_object();
 		json_object_set_new(h, "min", json_u64(b ? UINT64_C(1) << (b - 1) : 0));
-		json_object_set_new(h, "max", json_u64(b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1));
+		json_object_set_new(h, "max",
+		                    json_u64(b == 0    ? 0
+		                             : b == 64 ? UINT64_MAX
+		                                       : (UINT64_C(1) << b) - 1));
 		json_object_set_new(h, "count", json_u64(k->histogram[b]));
 		json_array_append_new(hist, h);
 	}
@@ -618,8 +650,8 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms, const struc
 	return o;
 }
 
-static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
-			   const struct mt_growth *g)
+static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms,
+                           const struct mt_process_result *p, const struct mt_growth *g)
 {
 	json_t *o = json_object();
 	struct mt_stack_row row = find_row(&p->kind[g->kind], g->stack_instance, g->stack);
@@ -627,11 +659,15 @@ static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms, const str
 	json_object_set_new(o, "kind", json_string(mt_kind_name(g->kind)));
 	json_object_set_new(o, "bytes_per_second", json_real(g->bytes_per_second));
 	json_object_set_new(o, "grown_bytes", json_integer(g->grown_bytes));
-	json_object_set_new(o, "bytes_per_mark", g->per_mark ? json_real(g->bytes_per_mark) : json_null());
+	json_object_set_new(o, "bytes_per_mark",
+	                    g->per_mark ? json_real(g->bytes_per_mark) : json_null());
 	json_object_set_new(o, "r2", json_real(g->r2));
-	json_object_set_new(o, "r2_per_mark", g->per_mark ? json_real(g->r2_per_mark) : json_null());
-	json_object_set_new(o, "stack", stack_json(a, syms, &row, g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0,
-						   row.leaked_blocks));
+	json_object_set_new(o, "r2_per_mark",
+	                    g->per_mark ? json_real(g->r2_per_mark) : json_null());
+	json_object_set_new(o, "stack",
+	                    stack_json(a, syms, &row,
+	                               g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0,
+	                               row.leaked_blocks));
 	return o;
 }
 
@@ -645,8 +681,8 @@ static json_t *live_json(const struct mt_instance *in, const uint64_t *live)
 	return o;
 }
 
-static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms, const struct mt_process_result *p,
-			      unsigned top)
+static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
+                              const struct mt_process_result *p, unsigned top)
 {
 	const struct mt_instance *in = p->in;
 	const struct mt_diagnosis *d = &p->diag;
@@ -661,7 +697,8 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms, const 
 	for (uint32_t i = 0; i < in->nmarks; i++) {
 		json_t *mk = json_object();
 		json_object_set_new(mk, "label", json_string(in->marks[i].label));
-		json_object_set_new(mk, "time_ns", json_u64(mt_analysis_since_start(a, in, in->marks[i].time)));
+		json_object_set_new(mk, "time_ns",
+		                    json_u64(mt_analysis_since_start(a, in, in->marks[i].time)));
 		json_object_set_new(mk, "live", live_json(in, in->marks[i].live));
 		json_array_append_new(marks, mk);
 	}
@@ -670,24 +707,38 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms, const 
 		json_t *mo = json_object();
 		json_object_set_new(mo, "samples", json_u64(m->samples));
 #define SET(key) json_object_set_new(mo, #key, json_u64(m->key))
-		SET(rss_first); SET(rss_last); SET(rss_peak);
-		SET(pss_first); SET(pss_last); SET(pss_peak);
-		SET(private_dirty_first); SET(private_dirty_last); SET(private_dirty_peak);
-		SET(heap_arena_last); SET(heap_in_use_last); SET(heap_free_last);
-		SET(heap_trimmable_last); SET(heap_mmapped_last);
-		SET(cgroup_current_peak); SET(cgroup_max);
+		SET(rss_first);
+		SET(rss_last);
+		SET(rss_peak);
+		SET(pss_first);
+		SET(pss_last);
+		SET(pss_peak);
+		SET(private_dirty_first);
+		SET(private_dirty_last);
+		SET(private_dirty_peak);
+		SET(heap_arena_last);
+		SET(heap_in_use_last);
+		SET(heap_free_last);
+		SET(heap_trimmable_last);
+		SET(heap_mmapped_last);
+		SET(cgroup_current_peak);
+		SET(cgroup_max);
 #undef SET
-		json_object_set_new(mo, "rss_peak_time_ns", json_u64(mt_analysis_since_start(a, in, m->rss_peak_time)));
+		json_object_set_new(mo, "rss_peak_time_ns",
+		                    json_u64(mt_analysis_since_start(a, in, m->rss_peak_time)));
 		json_object_set_new(mo, "private_dirty_growth",
-				    json_integer((json_int_t)m->private_dirty_last - (json_int_t)m->private_dirty_first));
+		                    json_integer((json_int_t)m->private_dirty_last -
+		                                 (json_int_t)m->private_dirty_first));
 		json_object_set_new(o, "memory_over_time", mo);
 	} else {
 		json_object_set_new(o, "memory_over_time", json_null());
 	}
 	if (f->have) {
 		json_t *fo = json_object(), *fs = json_array();
-		json_object_set_new(fo, "rss_minus_live_peak", json_integer(f->rss_minus_live_peak));
-		json_object_set_new(fo, "time_ns", json_u64(mt_analysis_since_start(a, in, f->time)));
+		json_object_set_new(fo, "rss_minus_live_peak",
+		                    json_integer(f->rss_minus_live_peak));
+		json_object_set_new(fo, "time_ns",
+		                    json_u64(mt_analysis_since_start(a, in, f->time)));
 		json_object_set_new(fo, "rss", json_u64(f->rss));
 		json_object_set_new(fo, "live_host_bytes", json_u64(f->live_host_bytes));
 		json_object_set_new(fo, "heap_free", json_u64(f->heap_free));
@@ -712,12 +763,18 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms, const 
 		uint64_t live[MT_KIND_COUNT];
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			live[k] = p->kind[k].leaked_bytes;
-		json_object_set_new(po, "last_rss", pm->have_sample ? json_u64(pm->last_rss) : json_null());
-		json_object_set_new(po, "cgroup_current", pm->have_sample ? json_u64(pm->cgroup_current) : json_null());
-		json_object_set_new(po, "cgroup_max", pm->have_sample ? json_u64(pm->cgroup_max) : json_null());
-		json_object_set_new(po, "time_ns", pm->have_sample ? json_u64(mt_analysis_since_start(a, in, pm->time))
-							      : json_null());
-		json_object_set_new(po, "end_time_ns", json_u64(mt_analysis_since_start(a, in, in->end_time)));
+		json_object_set_new(po, "last_rss",
+		                    pm->have_sample ? json_u64(pm->last_rss) : json_null());
+		json_object_set_new(po, "cgroup_current",
+		                    pm->have_sample ? json_u64(pm->cgroup_current) : json_null());
+		json_object_set_new(po, "cgroup_max",
+		                    pm->have_sample ? json_u64(pm->cgroup_max) : json_null());
+		json_object_set_new(po, "time_ns",
+		                    pm->have_sample
+		                            ? json_u64(mt_analysis_since_start(a, in, pm->time))
+		                            : json_null());
+		json_object_set_new(po, "end_time_ns",
+		                    json_u64(mt_analysis_since_start(a, in, in->end_time)));
 		json_object_set_new(po, "live_at_death", live_json(in, live));
 		for (size_t i = 0; i < d->ngrowth && i < 3; i++)
 			json_array_append_new(grow, growth_json(a, syms, p, &d->growth[i]));
@@ -736,8 +793,10 @@ static json_t *tree_json(const struct mt_analysis *a)
 
 	json_object_set_new(o, "processes", json_integer(a->tree.processes));
 	json_object_set_new(o, "processes_sampled", json_integer(a->tree.sampled));
-	json_object_set_new(o, "combined_rss_peak", any ? json_u64(a->tree.combined_rss_peak) : json_null());
-	json_object_set_new(o, "combined_pss_peak", any ? json_u64(a->tree.combined_pss_peak) : json_null());
+	json_object_set_new(o, "combined_rss_peak",
+	                    any ? json_u64(a->tree.combined_rss_peak) : json_null());
+	json_object_set_new(o, "combined_pss_peak",
+	                    any ? json_u64(a->tree.combined_pss_peak) : json_null());
 	json_object_set_new(o, "time_ns", any ? json_u64(a->tree.time_ns) : json_null());
 	return o;
 }
@@ -758,8 +817,10 @@ static json_t *report_json(struct mt_analysis *a, const char *file, unsigned top
 		json_object_set_new(o, "pid", json_integer(in->pid));
 		json_object_set_new(o, "ppid", json_integer(in->ppid));
 		json_object_set_new(o, "instance", json_integer(in->id));
-		json_object_set_new(o, "origin", json_string(in->origin == MT_ORIGIN_FORK ? "fork"
-							     : in->origin == MT_ORIGIN_EXEC ? "exec" : "root"));
+		json_object_set_new(o, "origin",
+		                    json_string(in->origin == MT_ORIGIN_FORK   ? "fork"
+		                                : in->origin == MT_ORIGIN_EXEC ? "exec"
+		                                                               : "root"));
 		json_object_set_new(o, "parent_instance", json_integer(in->parent_instance));
 		json_object_set_new(o, "command", json_string(in->cmdline ? in->cmdline : ""));
 		json_object_set_new(o, "exe", json_string(in->exe ? in->exe : ""));
@@ -776,7 +837,7 @@ static json_t *report_json(struct mt_analysis *a, const char *file, unsigned top
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			if (mt_kind_shown(in, (unsigned)k))
 				json_object_set_new(mem, mt_kind_name((unsigned)k),
-						    kind_json(a, syms, p, (enum mt_kind)k, top));
+				                    kind_json(a, syms, p, (enum mt_kind)k, top));
 		json_object_set_new(o, "memories", mem);
 		json_object_set_new(o, "diagnosis", diagnosis_json(a, syms, p, top));
 		json_array_append_new(procs, o);
@@ -807,7 +868,9 @@ int mt_cmd_report(int argc, char **argv)
 			char *end;
 			top = strtoul(argv[++i], &end, 10);
 			if (*end || !argv[i][0] || top == 0 || top > UINT32_MAX) {
-				fprintf(stderr, "memtrace report: --top wants a positive number, not %s\n", argv[i]);
+				fprintf(stderr,
+				        "memtrace report: --top wants a positive number, not %s\n",
+				        argv[i]);
 				return MT_EXIT_USAGE;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

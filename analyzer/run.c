@@ -27,14 +27,16 @@
 #include "commands.h"
 
 #define PRELOAD_NAME "libmemtrace.so"
-#define CUPTI_NAME "libmemtrace-cupti.so" /* built only with the CUDA toolkit */
+#define CUPTI_NAME   "libmemtrace-cupti.so" /* built only with the CUDA toolkit */
 
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace run [-o FILE] [--depth N] [--interval MS] [--no-mmap] [--no-cuda]\n"
 	      "                    -- PROGRAM [ARGS...]\n"
-	      "  --no-cuda  do not load libmemtrace-cupti.so into CUDA programs (by default it is,\n"
-	      "             through CUDA_INJECTION64_PATH, when it was built)\n", f);
+	      "  --no-cuda  do not load libmemtrace-cupti.so into CUDA programs (by default it "
+	      "is,\n"
+	      "             through CUDA_INJECTION64_PATH, when it was built)\n",
+	      f);
 }
 
 /* The directory of the running memtrace executable, into dir. */
@@ -61,9 +63,9 @@ static int find_library(const char *build_dir, const char *name, char *out, size
 {
 	char dir[PATH_MAX];
 	const char *candidates[3][3] = {
-		{ dir, build_dir, name },
-		{ dir, "/" MT_PRELOAD_FROM_BINDIR "/", name },
-		{ "", MT_PRELOAD_INSTALL_DIR "/", name },
+	        {dir, build_dir, name},
+	        {dir, "/" MT_PRELOAD_FROM_BINDIR "/", name},
+	        {"", MT_PRELOAD_INSTALL_DIR "/", name},
 	};
 
 	if (self_dir(dir, sizeof(dir)) < 0)
@@ -72,7 +74,7 @@ static int find_library(const char *build_dir, const char *name, char *out, size
 		if (candidates[i][0] == dir && !dir[0])
 			continue;
 		if ((size_t)snprintf(out, size, "%s%s%s", candidates[i][0], candidates[i][1],
-				     candidates[i][2]) >= size)
+		                     candidates[i][2]) >= size)
 			continue;
 		if (access(out, R_OK) == 0) {
 			char *real = realpath(out, NULL);
@@ -118,7 +120,7 @@ int mt_cmd_run(int argc, char **argv)
 {
 	const char *output = "trace.bin", *depth = NULL, *interval = NULL;
 	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], *ld = NULL;
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
 	bool no_mmap = false, no_cuda = false, existed = false;
 	int i, status, pipefd[2], child_errno = 0;
 	struct stat st;
@@ -146,13 +148,15 @@ int mt_cmd_run(int argc, char **argv)
 		} else if (!strcmp(a, "--depth") && i + 1 < argc) {
 			depth = argv[++i];
 			if (!number(depth, 256, &v) || v < 1) {
-				fprintf(stderr, "memtrace run: --depth takes a number from 1 to 256\n");
+				fprintf(stderr,
+				        "memtrace run: --depth takes a number from 1 to 256\n");
 				return MT_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--interval") && i + 1 < argc) {
 			interval = argv[++i];
 			if (!number(interval, 3600 * 1000, &v)) {
-				fprintf(stderr, "memtrace run: --interval takes milliseconds (0 turns sampling off)\n");
+				fprintf(stderr, "memtrace run: --interval takes milliseconds (0 "
+				                "turns sampling off)\n");
 				return MT_EXIT_USAGE;
 			}
 		} else {
@@ -172,8 +176,8 @@ int mt_cmd_run(int argc, char **argv)
 	if (no_cuda || find_library("/../cupti/", CUPTI_NAME, cupti, sizeof(cupti)) < 0)
 		cupti[0] = 0;
 	if (find_library("/../preload/", PRELOAD_NAME, preload, sizeof(preload)) < 0) {
-		fprintf(stderr, "memtrace: cannot find %s next to this memtrace or in %s\n", PRELOAD_NAME,
-			MT_PRELOAD_INSTALL_DIR);
+		fprintf(stderr, "memtrace: cannot find %s next to this memtrace or in %s\n",
+		        PRELOAD_NAME, MT_PRELOAD_INSTALL_DIR);
 		return MT_EXIT_USAGE;
 	}
 	if (!strstr(output, "%p")) {
@@ -214,7 +218,8 @@ int mt_cmd_run(int argc, char **argv)
 			setenv("MEMTRACE_INTERVAL_MS", interval, 1);
 		if (no_mmap)
 			setenv("MEMTRACE_MMAP", "0", 1);
-		/* the CUDA driver loads it: it sees allocations LD_PRELOAD cannot (static cudart) */
+		/* the CUDA driver loads it: it sees allocations LD_PRELOAD cannot (static cudart)
+		 */
 		if (cupti[0])
 			setenv("CUDA_INJECTION64_PATH", cupti, 0);
 		/* a trace of a trace would be joined to the outer one: start afresh */
@@ -245,11 +250,14 @@ int mt_cmd_run(int argc, char **argv)
 	if (strstr(output, "%p"))
 		expand(output, pid, file, sizeof(file));
 	if (lstat(file, &st) < 0)
-		fprintf(stderr, "memtrace: %s wrote no trace to %s (a static or setuid program cannot be traced)\n",
-			argv[i], file);
+		fprintf(stderr,
+		        "memtrace: %s wrote no trace to %s (a static or setuid program cannot be "
+		        "traced)\n",
+		        argv[i], file);
 	else if (existed)
-		fprintf(stderr, "memtrace: trace of %s written to %s (the earlier trace is now %s.old)\n",
-			argv[i], file, file);
+		fprintf(stderr,
+		        "memtrace: trace of %s written to %s (the earlier trace is now %s.old)\n",
+		        argv[i], file, file);
 	else
 		fprintf(stderr, "memtrace: trace of %s written to %s\n", argv[i], file);
 	if (WIFSIGNALED(status))

@@ -73,9 +73,9 @@ struct mt_symbolizer {
 };
 
 static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
 };
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -198,8 +198,8 @@ static bool same_segments(Dwfl_Module *mod, const struct mt_module *m)
 			return false;
 		if (ph->p_type != PT_LOAD)
 			continue;
-		if (k == m->nseg || ph->p_vaddr != m->seg[k].vaddr || ph->p_memsz != m->seg[k].memsz ||
-		    ph->p_flags != m->seg[k].flags)
+		if (k == m->nseg || ph->p_vaddr != m->seg[k].vaddr ||
+		    ph->p_memsz != m->seg[k].memsz || ph->p_flags != m->seg[k].flags)
 			return false;
 		k++;
 	}
@@ -222,8 +222,9 @@ static bool try_open(struct object *o, const struct mt_module *m, const char *fi
 	if (m->build_id_len)
 		ok = mod && same_build_id(mod, m);
 	else
-		ok = mod && dwfl_module_build_id(mod, &(const unsigned char *){NULL},
-						 &(GElf_Addr){0}) <= 0 &&
+		ok = mod &&
+		     dwfl_module_build_id(mod, &(const unsigned char *){NULL}, &(GElf_Addr){0}) <=
+		             0 &&
 		     same_segments(mod, m);
 	if (!ok) {
 		dwfl_end(dwfl);
@@ -347,11 +348,13 @@ static const char *demangled(struct mt_symbolizer *s, const char *name)
 static const char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
-	const char *linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	const char *linkage =
+	        dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
 	const char *name;
 
 	if (!linkage)
-		linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+		linkage =
+		        dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
 	if (linkage && linkage[0] == '_' && linkage[1] == 'Z')
 		return linkage;
 	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
@@ -361,7 +364,7 @@ static const char *die_name(Dwarf_Die *die)
 }
 
 static int push_frame(struct mt_symbolizer *s, const char *function, const char *file,
-		      uint32_t line, bool inlined)
+                      uint32_t line, bool inlined)
 {
 	struct frame *f;
 
@@ -416,7 +419,7 @@ static int dwarf_frames(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
 			continue;
 		r = push_frame(s, die_name(&chain[i]), file, (uint32_t)line,
-			       tag == DW_TAG_inlined_subroutine);
+		               tag == DW_TAG_inlined_subroutine);
 		if (r < 0)
 			goto out;
 		pushed++;
@@ -430,7 +433,8 @@ static int dwarf_frames(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc
 		if (files &&
 		    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &attr), &val) == 0)
 			file = dwarf_filesrc(files, val, NULL, NULL);
-		if (file && dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &attr), &val) == 0)
+		if (file &&
+		    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &attr), &val) == 0)
 			line = (int)val;
 		else
 			file = NULL;
@@ -456,8 +460,8 @@ static int symtab_frame(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc
 	const char *file = NULL;
 	int line = 0;
 
-	if (name && (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-		     GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
+	if (name &&
+	    (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
 		name = NULL;
 	if (name && (sym.st_size == 0 || off >= sym.st_size))
 		name = NULL;
@@ -498,7 +502,7 @@ static void fill(struct mt_sym *out, const char *module, uint64_t address, uint6
 }
 
 int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t address,
-		 struct mt_sym *out, unsigned max)
+                 struct mt_sym *out, unsigned max)
 {
 	const struct mt_module *m;
 	struct object *o;

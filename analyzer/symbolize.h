@@ -45,6 +45,6 @@ void mt_symbolizer_free(struct mt_symbolizer *s);
  * load address of the same file and build-id. Not thread-safe.
  */
 int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t address,
-		 struct mt_sym *out, unsigned max);
+                 struct mt_sym *out, unsigned max);
 
 #endif
