@@ -63,31 +63,6 @@ static const char *how_name(uint64_t how)
 	}
 }
 
-static const char *end_name(enum mt_end end)
-{
-	switch (end) {
-	case MT_END_EXIT:
-		return "exit";
-	case MT_END_EXEC:
-		return "exec";
-	case MT_END_STOPPED:
-		return "stopped";
-	default:
-		return "killed";
-	}
-}
-
-static void report(const char *file, const struct mt_error *err, int r)
-{
-	if (err->message[0] && (r == -EBADMSG || r == -EPROTONOSUPPORT))
-		fprintf(stderr, "memtrace: %s: byte %" PRIu64 " (0x%" PRIx64 "): %s\n", file,
-		        err->offset, err->offset, err->message);
-	else if (err->message[0])
-		fprintf(stderr, "memtrace: %s: %s\n", file, err->message);
-	else
-		fprintf(stderr, "memtrace: %s: %s\n", file, strerror(-r));
-}
-
 /* How ticks become ns: the replay's fit once it has one, else the chunk headers'. */
 static const struct mt_clock_fit *clock_fit;
 
@@ -292,7 +267,7 @@ static int dump_records(const struct mt_trace *t, struct mt_error *err)
 
 static void end_text(FILE *f, const struct mt_instance *in)
 {
-	fprintf(f, "end %s", end_name(in->end));
+	fprintf(f, "end %s", mt_end_name(in->end));
 	if (in->end == MT_END_EXIT)
 		fprintf(f, " status %u how %s", in->exit_status, how_name(in->exit_how));
 	else if (in->end == MT_END_STOPPED)
@@ -374,7 +349,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		json_object_set_new(p, "parent_instance", json_integer(in->parent_instance));
 		json_object_set_new(p, "exe", json_string(in->exe ? in->exe : ""));
 		json_object_set_new(p, "command", json_string(in->cmdline ? in->cmdline : ""));
-		json_object_set_new(p, "end", json_string(end_name(in->end)));
+		json_object_set_new(p, "end", json_string(mt_end_name(in->end)));
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(p, "exit_status", json_integer(in->exit_status));
 			json_object_set_new(p, "exit_how", json_string(how_name(in->exit_how)));
@@ -486,7 +461,7 @@ int mt_cmd_dump(int argc, char **argv)
 	}
 	r = mt_reader_open(&t, file, &err);
 	if (r < 0) {
-		report(file, &err, r);
+		mt_cmd_trace_error(file, &err, r);
 		return MT_EXIT_BAD_TRACE;
 	}
 	/* the first pass comes first so that record times use every clock pair of the file */
@@ -517,7 +492,7 @@ int mt_cmd_dump(int argc, char **argv)
 	goto out;
 fail:
 	fflush(stdout);
-	report(file, &err, r);
+	mt_cmd_trace_error(file, &err, r);
 	status = MT_EXIT_BAD_TRACE;
 out:
 	mt_replay_free(replay);

@@ -819,6 +819,20 @@ static uint64_t page_round(uint64_t len)
  * handles of the CUDA virtual-memory API are not addresses: they get the
  * top bit, which no user-space address has.
  */
+const char *mt_end_name(enum mt_end end)
+{
+	switch (end) {
+	case MT_END_EXIT:
+		return "exit";
+	case MT_END_EXEC:
+		return "exec";
+	case MT_END_STOPPED:
+		return "stopped";
+	default:
+		return "killed";
+	}
+}
+
 uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 {
 	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;

@@ -196,6 +196,9 @@ static inline bool mt_kind_shown(const struct mt_instance *in, unsigned k)
 	       s->inherited_blocks;
 }
 
+/* "exit", "exec", "stopped" or "killed". */
+const char *mt_end_name(enum mt_end end);
+
 /* The key of a block in the live set: its address, or a tagged CUDA handle. */
 uint64_t mt_block_key(uint64_t fn, uint64_t addr);
 

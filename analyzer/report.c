@@ -61,8 +61,8 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r)
 {
 	if (err->message[0] && (r == -EBADMSG || r == -EPROTONOSUPPORT))
-		fprintf(stderr, "memtrace: %s: byte %" PRIu64 ": %s\n", file, err->offset,
-		        err->message);
+		fprintf(stderr, "memtrace: %s: byte %" PRIu64 " (0x%" PRIx64 "): %s\n", file,
+		        err->offset, err->offset, err->message);
 	else if (err->message[0])
 		fprintf(stderr, "memtrace: %s: %s\n", file, err->message);
 	else
@@ -146,20 +146,6 @@ static const char *how_text(uint32_t how)
 		return "_exit()";
 	default:
 		return "status unknown";
-	}
-}
-
-static const char *end_name(enum mt_end end)
-{
-	switch (end) {
-	case MT_END_EXIT:
-		return "exit";
-	case MT_END_EXEC:
-		return "exec";
-	case MT_END_STOPPED:
-		return "stopped";
-	default:
-		return "killed";
 	}
 }
 
@@ -824,7 +810,7 @@ static json_t *report_json(struct mt_analysis *a, const char *file, unsigned top
 		json_object_set_new(o, "parent_instance", json_integer(in->parent_instance));
 		json_object_set_new(o, "command", json_string(in->cmdline ? in->cmdline : ""));
 		json_object_set_new(o, "exe", json_string(in->exe ? in->exe : ""));
-		json_object_set_new(o, "end", json_string(end_name(in->end)));
+		json_object_set_new(o, "end", json_string(mt_end_name(in->end)));
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(o, "exit_status", json_integer(in->exit_status));
 			json_object_set_new(o, "exit_how", json_string(how_text(in->exit_how)));

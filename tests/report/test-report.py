@@ -288,7 +288,7 @@ def test_check_exit_statuses():
         r = run([BIN, *cmd, corrupt])
         err = r.stderr.decode().strip()
         check(r.returncode == 2, f"{cmd} on a corrupt trace exits {r.returncode}")
-        check(re.fullmatch(rf"memtrace: {re.escape(corrupt)}: byte 4096: .+", err),
+        check(re.fullmatch(rf"memtrace: {re.escape(corrupt)}: byte 4096 \(0x1000\): .+", err),
               f"{cmd}: not one line with the offset: {err!r}")
     shutil.rmtree(d)
 

@@ -1,22 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Allocates in a SIGALRM handler (every 100 us) while the main loop
- * allocates and frees: a signal may land inside memtrace's own recording.
- * Must neither crash nor deadlock; prints how many handler calls ran.
+ * Maps and unmaps memory in a SIGALRM handler (every 100 us) while the main
+ * loop allocates and frees: a signal may land anywhere inside memtrace's own
+ * recording of the main loop's events, and the handler's mmap goes through
+ * memtrace's hook too. The handler uses mmap because it is async-signal-safe:
+ * malloc in a handler can deadlock glibc itself, with or without memtrace.
+ * Must neither crash nor deadlock; prints whether handler calls ran.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 
 static volatile sig_atomic_t handled;
-static void *volatile in_handler;
 
 static void on_alarm(int sig)
 {
+	void *p;
+
 	(void)sig;
-	free(in_handler);
-	in_handler = malloc(48); /* not async-signal-safe; programs do it anyway */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
 	handled++;
 }
 
