@@ -51,7 +51,7 @@ struct thread_state {
 
 struct mt_analysis_run {
 	struct mt_analysis *a;
-	struct mt_analysis_progress progress;
+	struct mt_analysis_hooks hooks;
 	uint64_t events_done;
 	uint64_t next_progress;
 	const struct mt_instance *in; /* the instance whose records arrive */
@@ -383,13 +383,13 @@ static void tick_progress(struct mt_analysis_run *run)
 	if (++run->events_done < run->next_progress)
 		return;
 	run->next_progress += PROGRESS_EVERY;
-	if (run->progress.fn)
-		run->progress.fn(run->progress.ctx, run->events_done, run->a->events);
+	if (run->hooks.progress)
+		run->hooks.progress(run->hooks.progress_ctx, run->events_done, run->a->events);
 }
 
-static int on_record(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+static int analyze_record(struct mt_analysis_run *run, const struct mt_instance *in,
+                          const struct mt_record *rec)
 {
-	struct mt_analysis_run *run = ctx;
 	uint32_t t;
 	int r;
 
@@ -455,6 +455,16 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	default:
 		return 0;
 	}
+}
+
+static int on_record(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_analysis_run *run = ctx;
+	int r = analyze_record(run, in, rec);
+
+	if (r == 0 && run->hooks.record)
+		r = run->hooks.record(run->hooks.record_ctx, run->a, in, rec);
+	return r;
 }
 
 /* ---- at the end of an instance ---- */
@@ -531,7 +541,7 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 /* ---- the whole analysis ---- */
 
 int mt_analysis_open(struct mt_analysis **out, const char *path,
-                     const struct mt_analysis_progress *progress, struct mt_error *err)
+                     const struct mt_analysis_hooks *hooks, struct mt_error *err)
 {
 	static const struct mt_replay_callbacks cb = {
 	        .record = on_record,
@@ -562,8 +572,8 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		a->procs[i].in = mt_replay_instance(a->replay, i);
 	run.a = a;
-	if (progress)
-		run.progress = *progress;
+	if (hooks)
+		run.hooks = *hooks;
 	run.next_progress = PROGRESS_EVERY;
 	mt_map_init(&run.thread_index, sizeof(uint32_t));
 	for (int k = 0; k < MT_KIND_COUNT; k++) {

@@ -107,15 +107,25 @@ struct mt_analysis {
 	struct mt_analysis_run *run; /* while replaying */
 };
 
-/* Called every 2^20 events while replaying: events done, of `total`. */
-struct mt_analysis_progress {
-	void (*fn)(void *ctx, uint64_t done, uint64_t total);
-	void *ctx;
+/* What a command may add to the replay; every member may be NULL. */
+struct mt_analysis_hooks {
+	/* Called every 2^20 events while replaying: events done, of `total`. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+	/*
+	 * Every record of every instance in replay order, after the analysis
+	 * has applied it: the replay's figures (in->kind[], the per-stack ones
+	 * through mt_replay_foreach_stack) are those just after the record.
+	 * Non-zero stops the analysis; a negative errno is returned by it.
+	 */
+	int (*record)(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
+	              const struct mt_record *rec);
+	void *record_ctx;
 };
 
 /* Reads and replays the trace at path; *out is NULL on error. */
 int mt_analysis_open(struct mt_analysis **out, const char *path,
-                     const struct mt_analysis_progress *progress, struct mt_error *err);
+                     const struct mt_analysis_hooks *hooks, struct mt_error *err);
 void mt_analysis_free(struct mt_analysis *a);
 
 uint64_t mt_stack_row_value(const struct mt_stack_row *row, enum mt_metric m);

@@ -384,7 +384,7 @@ int mt_cmd_check(int argc, char **argv)
 		fprintf(stderr, "memtrace check: out of memory\n");
 		goto out;
 	}
-	if (mt_cmd_analyze(file, &a) != MT_EXIT_OK)
+	if (mt_cmd_analyze(file, NULL, &a) != MT_EXIT_OK)
 		goto out; /* the one-line error is printed */
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis.h"
+
 #define MT_EXIT_OK        0
 #define MT_EXIT_USAGE     1
 #define MT_EXIT_BAD_TRACE 2
@@ -19,14 +21,16 @@ int mt_cmd_run(int argc, char **argv);
 int mt_cmd_report(int argc, char **argv);
 int mt_cmd_flamegraph(int argc, char **argv);
 int mt_cmd_check(int argc, char **argv);
+int mt_cmd_view(int argc, char **argv);
 
-/* Helpers of the analysis commands (report.c). */
-struct mt_analysis;
-struct mt_error;
-struct mt_instance;
-struct mt_sym;
-/* Reads and replays file (progress on stderr if it is a terminal); prints the one-line error. */
-int mt_cmd_analyze(const char *file, struct mt_analysis **out);
+/*
+ * Helpers of the analysis commands (cmd-common.c).
+ *
+ * Reads and replays file (progress on stderr if it is a terminal, whatever
+ * extra says of progress); prints the one-line error. extra may be NULL.
+ */
+int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
+                   struct mt_analysis **out);
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
 /* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB */
@@ -35,5 +39,13 @@ void mt_cmd_size(char *buf, size_t n, uint64_t bytes);
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s);
 /* The command line, or the executable when it is empty. */
 const char *mt_cmd_command(const struct mt_instance *in);
+/* "main returned", "exit()", "_exit()" or "status unknown". */
+const char *mt_cmd_exit_how(uint32_t how);
+/*
+ * The rows of k with a value for metric m, largest first; a block of 0
+ * bytes counts for the peak and the leaks. The caller frees; NULL without
+ * memory.
+ */
+struct mt_stack_row *mt_cmd_ranked(const struct mt_kind_result *k, enum mt_metric m, size_t *n);
 
 #endif

@@ -234,7 +234,7 @@ int mt_cmd_flamegraph(int argc, char **argv)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	status = mt_cmd_analyze(file, &a);
+	status = mt_cmd_analyze(file, NULL, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	syms = calloc(MAX_FRAMES, sizeof(*syms));

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the analysis commands share (commands.h): opening a trace with
+ * progress and the one-line error, sizes and frames as text, stacks ranked
+ * by a metric.
+ *
+ * May not: compute figures (analysis.c does).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "commands.h"
+
+struct progress {
+	const char *file;
+	double start, last;
+	bool shown;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Only for long analyses: nothing during the first second, then 4 times a second. */
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+	double t = now_s();
+
+	if (t - p->start < 1.0 || t - p->last < 0.25)
+		return;
+	p->last = t;
+	p->shown = true;
+	fprintf(stderr, "\rmemtrace: %s: %3.0f%% (%.1fM of %.1fM events)", p->file,
+	        total ? 100.0 * (double)done / (double)total : 0.0, (double)done / 1e6,
+	        (double)total / 1e6);
+	fflush(stderr);
+}
+
+void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r)
+{
+	if (err->message[0] && (r == -EBADMSG || r == -EPROTONOSUPPORT))
+		fprintf(stderr, "memtrace: %s: byte %" PRIu64 " (0x%" PRIx64 "): %s\n", file,
+		        err->offset, err->offset, err->message);
+	else if (err->message[0])
+		fprintf(stderr, "memtrace: %s: %s\n", file, err->message);
+	else
+		fprintf(stderr, "memtrace: %s: %s\n", file, strerror(-r));
+}
+
+int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
+                   struct mt_analysis **out)
+{
+	struct progress p = {.file = file, .start = now_s()};
+	struct mt_analysis_hooks hooks = {0};
+	struct mt_error err = {0};
+	int r;
+
+	if (extra)
+		hooks = *extra;
+	if (isatty(STDERR_FILENO)) {
+		hooks.progress = show_progress;
+		hooks.progress_ctx = &p;
+	}
+	r = mt_analysis_open(out, file, &hooks, &err);
+	if (p.shown)
+		fputs("\r\033[K", stderr);
+	if (r < 0) {
+		mt_cmd_trace_error(file, &err, r);
+		return MT_EXIT_BAD_TRACE;
+	}
+	return MT_EXIT_OK;
+}
+
+void mt_cmd_size(char *buf, size_t n, uint64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, n, "%" PRIu64 " B", bytes);
+		return;
+	}
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, n, "%.*f %s", v < 10.0 ? 2 : v < 100.0 ? 1 : 0, v, units[u]);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s)
+{
+	if (s->function && s->file)
+		snprintf(buf, n, "%s (%s:%" PRIu32 ")", s->function, base_name(s->file), s->line);
+	else if (s->function && s->module)
+		snprintf(buf, n, "%s (%s)", s->function, base_name(s->module));
+	else if (s->function)
+		snprintf(buf, n, "%s", s->function);
+	else if (s->module)
+		snprintf(buf, n, "%s+0x%" PRIx64, base_name(s->module), s->offset);
+	else
+		snprintf(buf, n, "0x%" PRIx64, s->address);
+}
+
+const char *mt_cmd_command(const struct mt_instance *in)
+{
+	if (in->cmdline && in->cmdline[0])
+		return in->cmdline;
+	if (in->exe && in->exe[0])
+		return in->exe;
+	return "?";
+}
+
+const char *mt_cmd_exit_how(uint32_t how)
+{
+	switch (how) {
+	case MT_EXIT_MAIN_RETURN:
+		return "main returned";
+	case MT_EXIT_EXIT:
+		return "exit()";
+	case MT_EXIT_UNDERSCORE:
+		return "_exit()";
+	default:
+		return "status unknown";
+	}
+}
+
+struct mt_stack_row *mt_cmd_ranked(const struct mt_kind_result *k, enum mt_metric m, size_t *n)
+{
+	struct mt_stack_row *rows = malloc((k->nrows ? k->nrows : 1) * sizeof(*rows));
+	size_t kept = 0;
+
+	*n = 0;
+	if (!rows)
+		return NULL;
+	/* a block of 0 bytes is a leak all the same */
+	for (size_t i = 0; i < k->nrows; i++)
+		if (mt_stack_row_value(&k->rows[i], m) ||
+		    (m == MT_METRIC_LEAKED && k->rows[i].leaked_blocks) ||
+		    (m == MT_METRIC_PEAK && k->rows[i].peak_blocks))
+			rows[kept++] = k->rows[i];
+	mt_stack_rows_sort(rows, kept, m);
+	*n = kept;
+	return rows;
+}
