@@ -169,8 +169,8 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(h, "min", mt_json_u64(b ? UINT64_C(1) << (b - 1) : 0));
 		json_object_set_new(h, "max",
 		                    mt_json_u64(b == 0    ? 0
-		                             : b == 64 ? UINT64_MAX
-		                                       : (UINT64_C(1) << b) - 1));
+		                                : b == 64 ? UINT64_MAX
+		                                          : (UINT64_C(1) << b) - 1));
 		json_object_set_new(h, "count", mt_json_u64(k->histogram[b]));
 		json_array_append_new(hist, h);
 	}
@@ -294,7 +294,8 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(po, "last_rss",
 		                    pm->have_sample ? mt_json_u64(pm->last_rss) : json_null());
 		json_object_set_new(po, "cgroup_current",
-		                    pm->have_sample ? mt_json_u64(pm->cgroup_current) : json_null());
+		                    pm->have_sample ? mt_json_u64(pm->cgroup_current)
+		                                    : json_null());
 		json_object_set_new(po, "cgroup_max",
 		                    pm->have_sample ? mt_json_u64(pm->cgroup_max) : json_null());
 		json_object_set_new(po, "time_ns",
@@ -355,7 +356,8 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		json_object_set_new(o, "end", json_string(mt_end_name(in->end)));
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(o, "exit_status", json_integer(in->exit_status));
-			json_object_set_new(o, "exit_how", json_string(mt_cmd_exit_how(in->exit_how)));
+			json_object_set_new(o, "exit_how",
+			                    json_string(mt_cmd_exit_how(in->exit_how)));
 		} else {
 			json_object_set_new(o, "exit_status", json_null());
 		}
