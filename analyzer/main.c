@@ -26,7 +26,10 @@ static void usage(FILE *f)
 	      "host|mmap] FILE\n"
 	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
 	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
-	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n",
+	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n"
+	      "  view [-o FILE.html] [--top N] FILE\n"
+	      "                          one self-contained HTML page: timeline, flame graphs, "
+	      "tables\n",
 	      f);
 }
 
@@ -46,6 +49,16 @@ int main(int argc, char **argv)
 		return mt_cmd_flamegraph(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "check"))
 		return mt_cmd_check(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "view")) {
+#ifdef MT_HAVE_VIEWER
+		return mt_cmd_view(argc - 2, argv + 2);
+#else
+		fputs("memtrace view: this memtrace was built without the viewer (it needs node and "
+		      "`npm ci --prefix viewer` at build time: docs/viewer.md)\n",
+		      stderr);
+		return MT_EXIT_USAGE;
+#endif
+	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return MT_EXIT_OK;

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memtrace view: one self-contained HTML page for a trace. The page
+ * (viewer/, built into this program) holds its scripts and styles; this
+ * command puts the trace's data (view-data.h) between its two halves, in a
+ * <script type="application/json"> element.
+ *
+ * The data is JSON whose every '<' is written as \u003c: no string from a
+ * trace (a function, a file, a command line, a mark) can close that element
+ * or open another, and the page only ever puts them in as text.
+ *
+ * May not: compute figures (analysis.c, timeline.c and view-data.c do).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "page.h"
+#include "timeline.h"
+#include "view-data.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: memtrace view [-o FILE.html] [--top N] FILE\n"
+	      "  writes one HTML page (FILE with .html for its ending by default; - for "
+	      "standard output)\n",
+	      f);
+}
+
+/* trace.bin -> trace.html; a name without an ending gets .html added. */
+static char *default_output(const char *file)
+{
+	const char *slash = strrchr(file, '/'), *dot = strrchr(file, '.');
+	size_t stem = dot && (!slash || dot > slash + 1) ? (size_t)(dot - file) : strlen(file);
+	char *out = malloc(stem + sizeof(".html"));
+
+	if (out) {
+		memcpy(out, file, stem);
+		strcpy(out + stem, ".html");
+	}
+	return out;
+}
+
+/* jansson's output, with '<' as \u003c (it is only ever inside a string). */
+static int write_escaped(const char *buf, size_t size, void *data)
+{
+	FILE *f = data;
+	size_t start = 0;
+
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] != '<')
+			continue;
+		if (fwrite(buf + start, 1, i - start, f) != i - start || fputs("\\u003c", f) < 0)
+			return -1;
+		start = i + 1;
+	}
+	return fwrite(buf + start, 1, size - start, f) == size - start ? 0 : -1;
+}
+
+static int write_page(FILE *f, json_t *data)
+{
+	if (fputs(mt_viewer_page_head, f) < 0 ||
+	    json_dump_callback(data, write_escaped, f, JSON_COMPACT) < 0 ||
+	    fputs(mt_viewer_page_tail, f) < 0)
+		return -EIO;
+	return fflush(f) == 0 ? 0 : -errno;
+}
+
+static int parse_args(int argc, char **argv, const char **file, const char **out,
+                      unsigned long *top)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			*out = argv[++i];
+		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
+			char *end;
+			*top = strtoul(argv[++i], &end, 10);
+			if (*end || !argv[i][0] || *top == 0 || *top > UINT32_MAX) {
+				fprintf(stderr, "memtrace view: --top wants a positive number, not %s\n",
+				        argv[i]);
+				return MT_EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return -1;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "memtrace view: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return MT_EXIT_USAGE;
+		} else if (*file) {
+			fprintf(stderr, "memtrace view: one trace at a time\n");
+			return MT_EXIT_USAGE;
+		} else {
+			*file = argv[i];
+		}
+	}
+	if (!*file) {
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	return MT_EXIT_OK;
+}
+
+int mt_cmd_view(int argc, char **argv)
+{
+	const char *file = NULL, *out = NULL;
+	unsigned long top = 10;
+	struct mt_timeline t = {0};
+	struct mt_analysis_hooks hooks = {.record = mt_timeline_record, .record_ctx = &t};
+	struct mt_analysis *a = NULL;
+	json_t *data = NULL;
+	char *made = NULL;
+	FILE *f = NULL;
+	int status = parse_args(argc, argv, &file, &out, &top), r;
+	long size;
+
+	if (status < 0)
+		return MT_EXIT_OK;
+	if (status != MT_EXIT_OK)
+		return status;
+	if (!out && !(out = made = default_output(file))) {
+		status = MT_EXIT_BAD_TRACE;
+		goto out;
+	}
+	status = mt_cmd_analyze(file, &hooks, &a);
+	if (status != MT_EXIT_OK)
+		goto out;
+	mt_timeline_finish(&t);
+	data = mt_view_data(a, &t, file, (unsigned)top);
+	if (!data) {
+		fprintf(stderr, "memtrace view: %s: out of memory\n", file);
+		status = MT_EXIT_BAD_TRACE;
+		goto out;
+	}
+	f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	if (!f || (r = write_page(f, data)) < 0) {
+		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(f ? -r : errno));
+		status = MT_EXIT_BAD_TRACE;
+		goto out;
+	}
+	size = ftell(f);
+	if (f != stdout)
+		fprintf(stderr, "memtrace view: wrote %s (%ld KiB)\n", out, (size + 1023) / 1024);
+out:
+	if (f && f != stdout && fclose(f) != 0 && status == MT_EXIT_OK) {
+		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(errno));
+		status = MT_EXIT_BAD_TRACE;
+	}
+	json_decref(data);
+	mt_analysis_free(a);
+	mt_timeline_free(&t);
+	free(made);
+	return status;
+}

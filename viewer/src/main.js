@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// The page of `memtrace view`: reads the data the command put in
+// #memtrace-data and draws one panel per process of the trace: its
+// diagnosis, its timeline, a flame graph and the report's tables. A panel
+// is drawn when it is first opened, so a tree of many processes opens fast.
+import './page.css';
+import { el, exact, plural, seconds, size } from './format.js';
+import { flamePanel } from './flame.js';
+import { timelinePanel } from './timeline.js';
+import { diagnosisSection, kindSection } from './tables.js';
+
+function ending(p) {
+  switch (p.end) {
+    case 'exit': return `exited with status ${p.exit_status} (${p.exit_how})`;
+    case 'exec': return 'replaced by exec';
+    case 'stopped': return 'tracing stopped: the figures end there';
+    default: return 'killed (no exit record)';
+  }
+}
+
+function processPanel(data, proc, report) {
+  const title = `process ${report.pid}: ${report.command || report.exe || '?'}`;
+  const body = el('div', { class: 'body' });
+  const panel = el('details', { class: 'process', 'data-pid': report.pid, 'data-instance': report.instance },
+    el('summary', null, el('h2', null, title)), body);
+  let drawn = false;
+
+  function draw() {
+    if (drawn) return;
+    drawn = true;
+    const flame = flamePanel(data, proc, report);
+    const timeline = timelinePanel(proc, report, (t) => {
+      // what was live at t: the last snapshot at or before it (the first one before any)
+      let best = proc.snapshots[0];
+      for (const s of proc.snapshots) if (s.t_ns / 1e9 <= t) best = s;
+      if (!best) return;
+      timeline.pick(best.t_ns / 1e9);
+      const why = best.why === 'mark' ? ', a mark' : best.why === 'failure' ? ', a failed allocation' : '';
+      const when = best.t_ns / 1e9 <= t ? 'the last moment recorded before' : 'nothing was recorded before';
+      flame.showSnapshot(best, `${seconds(best.t_ns)}${why} (${when} ${seconds(t * 1e9)}, where you clicked)`);
+    });
+    body.append(...[
+      el('p', { class: 'facts' }, `pid ${report.pid}, ppid ${report.ppid}, ${report.origin}; ${ending(report)}; `,
+        `${plural(report.threads, 'thread')}, ${exact(report.events)} events`,
+        report.lost_stack_events ? `; ${exact(report.lost_stack_events)} events without a stack` : ''),
+      diagnosisSection(report),
+      timeline.element,
+      flame.element,
+      el('section', { class: 'kinds' }, el('h3', null, 'By memory kind'),
+        Object.entries(report.memories).map(([k, mem]) => kindSection(k, mem, report.end))),
+    ].filter(Boolean));
+    timeline.draw();
+    flame.draw();
+  }
+  panel.addEventListener('toggle', () => { if (panel.open) draw(); });
+  return { panel, draw };
+}
+
+function main() {
+  const data = JSON.parse(document.getElementById('memtrace-data').textContent);
+  const summary = document.getElementById('summary');
+  if (!data) {
+    summary.textContent = 'No trace in this page.';
+    return;
+  }
+  const { report } = data;
+  const root = report.processes[0];
+  document.title = `memtrace: ${root ? root.command || root.exe : report.file}`;
+  summary.replaceChildren(
+    el('span', { class: 'file' }, report.file), `: ${plural(report.processes.length, 'process', 'processes')}, ${exact(report.events)} events`,
+    report.tree.processes_sampled > 1 ? `; the tree's combined peak RSS ${size(report.tree.combined_rss_peak)} at ${seconds(report.tree.time_ns)}` : '');
+  const main = document.getElementById('processes');
+  const panels = data.processes.map((p, i) => processPanel(data, p, report.processes[i]));
+  main.replaceChildren(...panels.map((p) => p.panel));
+  if (panels.length) {
+    panels[0].panel.open = true;
+    panels[0].draw();
+  }
+  // for tests and benchmarks: everything of the first panel is on the page
+  document.body.dataset.drawn = String(performance.now());
+}
+
+main();

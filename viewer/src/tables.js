@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The text report's parts as HTML: each memory kind's figures, the stacks
+// that held the peak and the leaks, the failed allocations and the
+// diagnosis, from the report the page carries (`memtrace report --json`).
+import { el, exact, plural, seconds, size, sizeExact } from './format.js';
+
+const FRAMES_SHOWN = 6;
+
+export function frameText(f) {
+  const base = (p) => p.slice(p.lastIndexOf('/') + 1);
+  if (f.function && f.file) return `${f.function} (${base(f.file)}:${f.line})`;
+  if (f.function && f.module) return `${f.function} (${base(f.module)})`;
+  if (f.function) return f.function;
+  if (f.module) return `${base(f.module)}+0x${f.offset.toString(16)}`;
+  return `0x${f.address.toString(16)}`;
+}
+
+// A stack, innermost first, cut to a few frames with the rest behind a <details>.
+export function stackList(frames) {
+  if (!frames.length) return el('span', { class: 'stack' }, '(no stack recorded)');
+  const items = frames.map((f) => el('li', null, frameText(f)));
+  if (items.length <= FRAMES_SHOWN) return el('ol', { class: 'stack' }, items);
+  return el('div', null, el('ol', { class: 'stack' }, items.slice(0, FRAMES_SHOWN)),
+    el('details', null, el('summary', null, `${items.length - FRAMES_SHOWN} more frames`),
+      el('ol', { class: 'stack', start: FRAMES_SHOWN + 1 }, items.slice(FRAMES_SHOWN))));
+}
+
+function stacksTable(title, stacks, total) {
+  if (!stacks.length) return null;
+  return el('div', { class: 'stacks' }, el('h4', null, title),
+    el('table', null,
+      el('thead', null, el('tr', null, el('th', null, 'bytes'), el('th', null, 'blocks'), el('th', null, 'allocations'), el('th', null, 'stack (innermost first)'))),
+      el('tbody', null, stacks.map((s) => el('tr', null,
+        el('td', { class: 'n', 'data-bytes': s.bytes }, sizeExact(s.bytes)),
+        el('td', { class: 'n' }, exact(s.blocks)),
+        el('td', { class: 'n' }, exact(s.allocations)),
+        el('td', null, stackList(s.frames)))))),
+    total > stacks.length ? el('p', { class: 'more' }, `… and ${plural(total - stacks.length, 'more stack')} (memtrace report --top N)`) : null);
+}
+
+function failure(f) {
+  const code = 'cuda_error' in f ? `CUDA error ${f.cuda_error}` : `errno ${f.errno}`;
+  const lines = [el('p', null, el('strong', null, `${f.function} of ${sizeExact(f.size)} failed`),
+    ` at ${seconds(f.time_ns)} (${code}), with ${sizeExact(f.live_bytes)} live in ${plural(f.live_blocks, 'block')}`)];
+  if (f.heap_free_before != null && f.heap_free_before > 0)
+    lines.push(el('p', null, `The heap had ${size(f.heap_free_before)} free (RSS ${size(f.rss_before)}): `,
+      f.size > f.heap_free_before ? 'more than everything free was asked for.' : 'enough in total, but not in one piece.'));
+  if (f.device_total)
+    lines.push(el('p', null, `The device had ${size(f.device_free)} free of ${size(f.device_total)}: `,
+      f.size > f.device_free ? 'the request is larger than all that is free.'
+        : 'enough in total, but not in one piece (fragmentation, or a caching allocator holding it).'));
+  lines.push(el('h5', null, 'asked by'), stackList(f.stack.frames));
+  if (f.top_stacks.length)
+    lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length));
+  return el('div', { class: 'failure' }, lines);
+}
+
+export function kindSection(kind, mem, end) {
+  const leakedWord = end === 'exit' ? 'leaked' : end === 'exec' ? 'live at the exec' : 'live at the end';
+  const figures = [
+    ['peak', sizeExact(mem.peak_bytes), `${plural(mem.peak_blocks, 'block')} at ${seconds(mem.peak_time_ns)}`],
+    [leakedWord, sizeExact(mem.leaked_bytes), plural(mem.leaked_blocks, 'block')],
+    ['allocations', exact(mem.allocations), `${exact(mem.frees)} frees, ${size(mem.bytes_allocated)} in all`],
+    ['temporary', exact(mem.temporary_allocations), 'freed before the next allocation'],
+  ];
+  if (mem.failed_allocations) figures.push(['failed', exact(mem.failed_allocations), 'allocations']);
+  return el('details', { class: 'kind', 'data-kind': kind, open: mem.peak_bytes > 0 || mem.failed_allocations > 0 },
+    el('summary', null, el('h3', null, kind), ` peak ${size(mem.peak_bytes)}, ${leakedWord} ${size(mem.leaked_bytes)}`),
+    el('dl', { class: 'figures' }, figures.map(([k, v, note]) =>
+      el('div', { 'data-figure': k }, el('dt', null, k), el('dd', null, v), el('dd', { class: 'note' }, note)))),
+    stacksTable('held at the peak', mem.peak_stacks, mem.peak_stacks_total),
+    stacksTable(`${leakedWord}`, mem.leak_stacks, mem.leak_stacks_total),
+    mem.failures.length ? el('div', { class: 'failures' }, el('h4', null, `failed allocations (${exact(mem.failed_allocations)})`), mem.failures.map(failure)) : null);
+}
+
+// The analyzer's findings, when it has some: null otherwise.
+export function diagnosisSection(proc) {
+  const d = proc.diagnosis;
+  const items = [];
+  if (d.post_mortem) {
+    const pm = d.post_mortem;
+    const live = Object.entries(pm.live_at_death).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${size(v)}`).join(', ');
+    items.push(el('li', { class: 'bad' }, el('strong', null, 'Killed. '),
+      pm.cgroup_max ? `RSS ${size(pm.last_rss)} against a cgroup limit of ${size(pm.cgroup_max)} (memory.current ${size(pm.cgroup_current)}) at the last sample. `
+        : pm.last_rss != null ? `RSS ${size(pm.last_rss)} at the last sample, no cgroup limit known. ` : 'No samples. ',
+      `Live at death: ${live || 'nothing'}.`));
+  }
+  for (const g of d.growth) {
+    const top = g.stack.frames.length ? frameText(g.stack.frames[0]) : '(no stack recorded)';
+    items.push(el('li', { class: 'warn' }, el('strong', null, 'Grows: '),
+      g.bytes_per_mark != null && g.bytes_per_mark > 0 ? `${size(g.bytes_per_mark)} per mark, ` : '',
+      `${size(Math.max(0, g.bytes_per_second))}/s, ${size(Math.max(0, g.grown_bytes))} in all (${g.kind}, fit r² ${g.r2.toFixed(2)}), by `,
+      el('code', null, top)));
+  }
+  if (d.growth_total > d.growth.length)
+    items.push(el('li', null, `… and ${plural(d.growth_total - d.growth.length, 'more growing stack')}`));
+  for (const f of (d.fragmentation && d.fragmentation.findings) || [])
+    items.push(el('li', { class: 'warn' }, el('strong', null, `${f.finding}: `), f.text, el('br'), el('em', null, f.advice)));
+  const m = d.memory_over_time;
+  if (m && m.private_dirty_growth > 0 && proc.origin === 'fork')
+    items.push(el('li', null, `Copy-on-write: Private_Dirty ${size(m.private_dirty_first)} → ${size(m.private_dirty_last)} (+${size(m.private_dirty_growth)}) in this forked process.`));
+  if (!items.length) return null;
+  return el('section', { class: 'diagnosis' }, el('h3', null, 'Diagnosis'), el('ul', null, items));
+}

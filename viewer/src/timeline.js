@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// The timeline of one process with uPlot: live bytes per memory kind (each
+// point the highest value in its interval, so peaks keep their height),
+// the sampler's RSS, Pss and cgroup figures, and on top of them the marks,
+// each kind's peak and every failed allocation. A click picks the moment
+// whose live set the flame graph then shows.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { el, seconds, size } from './format.js';
+
+const KIND_COLOURS = { host: '#1f77b4', mmap: '#17becf', 'cuda-host': '#8c564b', 'cuda-managed': '#2ca02c' };
+const GPU_COLOURS = ['#9467bd', '#e377c2', '#7f3fbf', '#bcbd22', '#5a2d82', '#d62728', '#393b79', '#637939'];
+
+const colourOf = (kind) =>
+  KIND_COLOURS[kind] || GPU_COLOURS[(parseInt(kind.slice(5), 10) || 0) % GPU_COLOURS.length];
+
+// What is drawn over the series: [{t (s), label, colour, dash, y (bytes, optional)}].
+function eventsOf(proc, report) {
+  const events = [];
+  for (const m of report.diagnosis.marks || [])
+    events.push({ t: m.time_ns / 1e9, label: m.label, colour: '#555', dash: [4, 3], what: 'mark' });
+  for (const [kind, mem] of Object.entries(report.memories)) {
+    if (mem.peak_bytes > 0)
+      events.push({ t: mem.peak_time_ns / 1e9, label: `${kind} peak ${size(mem.peak_bytes)}`,
+                    colour: colourOf(kind), y: mem.peak_bytes, what: 'peak' });
+    for (const f of mem.failures)
+      events.push({ t: f.time_ns / 1e9, label: `${f.function} of ${size(f.size)} failed`,
+                    colour: '#d62728', dash: [], what: 'failure' });
+  }
+  return events;
+}
+
+// Series and aligned data: the buckets' x and the samples' x joined.
+function seriesOf(proc) {
+  const tl = proc.timeline;
+  const xs = tl.t_ns.map((t) => t / 1e9);
+  const tables = [[xs, ...Object.values(tl.kinds)]];
+  const series = [{ label: 'time', value: (u, v) => (v == null ? '' : seconds(v * 1e9)) }];
+  for (const kind of Object.keys(tl.kinds))
+    series.push({ label: `${kind} live`, stroke: colourOf(kind), width: 2, paths: uPlot.paths.stepped({ align: 1 }) });
+  const s = proc.samples;
+  if (s && s.t_ns.length) {
+    const sx = s.t_ns.map((t) => t / 1e9);
+    const limit = s.cgroup_max.some((v) => v > 0);
+    const cols = [s.rss, s.pss];
+    series.push({ label: 'RSS', stroke: '#444', width: 1.5 });
+    series.push({ label: 'Pss', stroke: '#999', width: 1, dash: [2, 2], show: false });
+    const highest = Math.max(...s.rss, ...Object.values(tl.kinds).map((v) => Math.max(...v)));
+    // the cgroup holds other processes too, and its limit may be far above what this
+    // one used: both are off (a click on the legend shows them) unless the limit is near
+    const near = limit && Math.max(...s.cgroup_max) <= 4 * highest;
+    if (s.cgroup_current.some((v) => v > 0)) {
+      cols.push(s.cgroup_current);
+      series.push({ label: 'cgroup use', stroke: '#ff7f0e', width: 1.5, show: near });
+    }
+    if (limit) {
+      cols.push(s.cgroup_max.map((v) => (v > 0 ? v : null)));
+      series.push({ label: 'cgroup limit', stroke: '#d62728', width: 1.5, dash: [8, 4], show: near });
+    }
+    tables.push([sx, ...cols]);
+  }
+  for (const ser of series.slice(1)) {
+    ser.value = (u, v) => (v == null ? '' : size(v));
+    ser.spanGaps = true;
+  }
+  return { series, data: tables.length === 1 ? tables[0] : uPlot.join(tables) };
+}
+
+// Draws the events as vertical lines with their labels, and the picked moment.
+function drawEvents(u, events, picked) {
+  const { ctx } = u;
+  const top = u.bbox.top;
+  const bottom = top + u.bbox.height;
+  ctx.save();
+  ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+  ctx.textBaseline = 'top';
+  let labelRow = 0;
+  for (const e of events) {
+    const x = u.valToPos(e.t, 'x', true);
+    if (x < u.bbox.left - 1 || x > u.bbox.left + u.bbox.width + 1) continue;
+    ctx.strokeStyle = e.colour;
+    ctx.fillStyle = e.colour;
+    ctx.lineWidth = devicePixelRatio * (e.what === 'failure' ? 2 : 1);
+    if (e.what === 'peak') {
+      const y = u.valToPos(e.y, 'y', true);
+      ctx.beginPath();
+      ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
+      ctx.fill();
+    } else {
+      ctx.setLineDash((e.dash || []).map((d) => d * devicePixelRatio));
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, bottom);
+      ctx.stroke();
+    }
+    // labels on four staggered rows, so that close events stay readable
+    const text = e.label.length > 28 ? `${e.label.slice(0, 27)}…` : e.label;
+    ctx.setLineDash([]);
+    ctx.fillText(text, x + 3 * devicePixelRatio, top + (2 + 13 * (labelRow++ % 4)) * devicePixelRatio);
+  }
+  if (picked != null) {
+    const x = u.valToPos(picked, 'x', true);
+    ctx.strokeStyle = '#000';
+    ctx.lineWidth = 2 * devicePixelRatio;
+    ctx.setLineDash([]);
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, bottom);
+    ctx.stroke();
+  }
+  ctx.restore();
+}
+
+// The chart in a section; onPick(seconds) is called on a click.
+export function timelinePanel(proc, report, onPick) {
+  const box = el('div', { class: 'timeline-chart' });
+  const section = el('section', { class: 'timeline' }, el('h3', null, 'Memory over time'),
+    el('p', { class: 'hint' }, 'Each point is the highest value in its interval. Click a moment to see what was live then, in the flame graph below.'),
+    box);
+  if (!proc.timeline) {
+    box.append(el('p', null, 'No events in this process.'));
+    return { element: section, draw() {}, pick() {} };
+  }
+  const events = eventsOf(proc, report);
+  let picked = null;
+  let plot = null;
+  const { series, data } = seriesOf(proc);
+  const end = Math.max(proc.timeline.end_ns / 1e9, data[0][data[0].length - 1] || 0, 1e-6);
+
+  function draw() {
+    if (plot) plot.destroy();
+    const width = Math.max(400, box.clientWidth || 900);
+    plot = new uPlot({
+      width,
+      height: 280,
+      series,
+      scales: { x: { time: false, range: [0, end] }, y: { range: (u, lo, hi) => [0, hi > 0 ? hi * 1.08 : 1] } },
+      axes: [
+        { values: (u, vals) => vals.map((v) => seconds(v * 1e9)) },
+        { values: (u, vals) => vals.map((v) => size(v)), size: 80 },
+      ],
+      cursor: { drag: { x: false, y: false } },
+      hooks: { draw: [(u) => drawEvents(u, events, picked)] },
+    }, data, box);
+    plot.over.addEventListener('click', () => {
+      if (plot.cursor.left == null || plot.cursor.left < 0) return;
+      onPick(plot.posToVal(plot.cursor.left, 'x'));
+    });
+  }
+
+  return {
+    element: section,
+    draw,
+    // marks the moment shown in the flame graph
+    pick(t) {
+      picked = t;
+      if (plot) plot.redraw(false);
+    },
+  };
+}
