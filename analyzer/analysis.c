@@ -467,6 +467,14 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	return r;
 }
 
+static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
+                     uint64_t time)
+{
+	struct mt_analysis_run *run = ctx;
+
+	return run->hooks.before(run->hooks.record_ctx, run->a, in, rec, time);
+}
+
 /* ---- at the end of an instance ---- */
 
 struct collect {
@@ -543,9 +551,11 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 int mt_analysis_open(struct mt_analysis **out, const char *path,
                      const struct mt_analysis_hooks *hooks, struct mt_error *err)
 {
-	static const struct mt_replay_callbacks cb = {
+	const struct mt_replay_callbacks cb = {
 	        .record = on_record,
 	        .instance_done = on_instance_done,
+	        /* a call per record costs the other commands time: only when asked for */
+	        .before = hooks && hooks->before ? on_before : NULL,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
 	struct mt_analysis_run run = {0};

@@ -120,6 +120,10 @@ struct mt_analysis_hooks {
 	 */
 	int (*record)(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
 	              const struct mt_record *rec);
+	/* Before each record is applied (replay.h), with record_ctx: the figures are then
+	 * those of every moment before `time`. */
+	int (*before)(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
+	              const struct mt_record *rec, uint64_t time);
 	void *record_ctx;
 };
 

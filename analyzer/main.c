@@ -53,7 +53,8 @@ int main(int argc, char **argv)
 #ifdef MT_HAVE_VIEWER
 		return mt_cmd_view(argc - 2, argv + 2);
 #else
-		fputs("memtrace view: this memtrace was built without the viewer (it needs node and "
+		fputs("memtrace view: this memtrace was built without the viewer (it needs node "
+		      "and "
 		      "`npm ci --prefix viewer` at build time: docs/viewer.md)\n",
 		      stderr);
 		return MT_EXIT_USAGE;

@@ -1158,6 +1158,8 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
+		if (cb && cb->before && (ret = cb->before(ctx, in, &s->rec, s->key)) != 0)
+			goto out;
 		ret = apply(in, s);
 		if (ret < 0)
 			goto out;

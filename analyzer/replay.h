@@ -214,6 +214,13 @@ struct mt_replay_callbacks {
 	/* An instance is replayed; its live blocks can be walked with mt_replay_foreach_live()
 	 * until it returns. */
 	int (*instance_done)(void *ctx, struct mt_replay *r, const struct mt_instance *in);
+	/*
+	 * Optional: before each record is applied (each half of a realloc or
+	 * mremap, at its own time), so that the figures are those of every
+	 * moment before `time`. Non-zero stops the replay, as for record.
+	 */
+	int (*before)(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
+	              uint64_t time);
 };
 
 /* First pass. *out owns nothing of trace, which must outlive it. */

@@ -97,7 +97,7 @@ static int collect(void *ctx, const struct mt_stack_stats *s)
 		sb->cap = cap;
 	}
 	sb->rows[sb->n] = (struct mt_snapshot_row){s->stack, s->stack_instance, s->live_bytes,
-	                                            s->live_blocks};
+	                                           s->live_blocks};
 	sb->kinds[sb->n++] = (uint8_t)s->kind;
 	return 0;
 }
@@ -113,8 +113,8 @@ static int cmp_rows(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-static int snapshot(struct mt_timeline_proc *p, struct mt_analysis *a,
-                    const struct mt_instance *in, uint64_t time, enum mt_snapshot_why why)
+static int snapshot(struct mt_timeline_proc *p, struct mt_analysis *a, const struct mt_instance *in,
+                    uint64_t time, uint64_t until, enum mt_snapshot_why why)
 {
 	struct snap_build sb = {0};
 	struct mt_snapshot *s;
@@ -129,6 +129,7 @@ static int snapshot(struct mt_timeline_proc *p, struct mt_analysis *a,
 		goto out;
 	s = &p->snaps[p->nsnaps++];
 	s->time = time;
+	s->until = until;
 	s->why = why;
 	for (unsigned k = 0; k < MT_KIND_COUNT; k++) {
 		struct mt_snapshot_kind *sk = &s->kind[k];
@@ -195,35 +196,63 @@ static int kinds_changed(struct mt_timeline_proc *p, const struct mt_instance *i
 	}
 }
 
-int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
-                       const struct mt_record *rec)
+/* The instance's state in t, begun at its first record. */
+static struct mt_timeline_proc *proc_of(struct mt_timeline *t, struct mt_analysis *a,
+                                        const struct mt_instance *in, uint64_t time, int *err)
 {
-	struct mt_timeline *t = ctx;
 	struct mt_timeline_proc *p;
-	int r;
 
+	*err = 0;
 	if (!t->procs) {
 		t->nprocs = a->nprocs;
 		t->procs = calloc(a->nprocs ? a->nprocs : 1, sizeof(*t->procs));
-		if (!t->procs)
-			return -ENOMEM;
+		if (!t->procs) {
+			*err = -ENOMEM;
+			return NULL;
+		}
 	}
 	p = &t->procs[in - mt_replay_instance(a->replay, 0)];
-	if (!p->in && (r = instance_begin(p, in, rec->time)) < 0)
+	if (!p->in && (*err = instance_begin(p, in, time)) < 0)
+		return NULL;
+	return p;
+}
+
+int mt_timeline_before(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
+                       const struct mt_record *rec, uint64_t time)
+{
+	struct mt_timeline_proc *p;
+	uint64_t at;
+	int r;
+
+	/* only events change the live set */
+	if (!mt_record_is_event(rec->type))
+		return 0;
+	if (!(p = proc_of(ctx, a, in, time, &r)))
+		return r;
+	if (p->next_even > MT_SNAPSHOTS_EVEN || time < (at = even_time(p, p->next_even)))
+		return 0;
+	/* the moments this event is at or after all had the live set as it is now */
+	while (p->next_even <= MT_SNAPSHOTS_EVEN && time >= even_time(p, p->next_even))
+		p->next_even++;
+	return snapshot(p, a, in, at, time, MT_SNAPSHOT_TIME);
+}
+
+int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
+                       const struct mt_record *rec)
+{
+	struct mt_timeline_proc *p;
+	int r;
+
+	if (!(p = proc_of(ctx, a, in, rec->time, &r)))
 		return r;
 	if (rec->type == MT_REC_MARK)
-		return snapshot(p, a, in, rec->time, MT_SNAPSHOT_MARK);
+		return snapshot(p, a, in, rec->time, rec->time, MT_SNAPSHOT_MARK);
 	if (!mt_record_is_event(rec->type))
 		return 0;
 	if ((r = kinds_changed(p, in, rec, bucket_of(p, rec->time))) < 0)
 		return r;
 	if (rec->type == MT_REC_FAIL)
-		return snapshot(p, a, in, rec->time, MT_SNAPSHOT_FAIL);
-	if (p->next_even <= MT_SNAPSHOTS_EVEN && rec->time >= even_time(p, p->next_even)) {
-		while (p->next_even <= MT_SNAPSHOTS_EVEN && rec->time >= even_time(p, p->next_even))
-			p->next_even++;
-		return snapshot(p, a, in, rec->time, MT_SNAPSHOT_TIME);
-	}
+		return snapshot(p, a, in, rec->time, rec->time, MT_SNAPSHOT_FAIL);
 	return 0;
 }
 

@@ -10,7 +10,9 @@
  * by stack, each kind's largest MT_SNAPSHOT_STACKS stacks with the rest
  * summed, at MT_SNAPSHOTS_EVEN evenly spaced moments, at every MARK and at
  * every failed allocation (MT_SNAPSHOTS_MAX in all), so that a moment on
- * the timeline can be shown as a flame graph.
+ * the timeline can be shown as a flame graph. An evenly spaced one is taken
+ * just before the first event at or after its moment, so it is the live set
+ * at that moment exactly, and it holds until that event.
  *
  * The work per event is O(1); a snapshot costs one walk over the
  * instance's stacks. Memory does not grow with events.
@@ -49,7 +51,8 @@ struct mt_snapshot_kind {
 };
 
 struct mt_snapshot {
-	uint64_t time; /* ticks: just after the record that triggered it */
+	uint64_t time;  /* ticks: the moment (a MARK's or a FAIL's: just after it) */
+	uint64_t until; /* ticks: the live set is the same from time to until */
 	enum mt_snapshot_why why;
 	struct mt_snapshot_kind kind[MT_KIND_COUNT];
 };
@@ -58,8 +61,8 @@ struct mt_timeline_proc {
 	const struct mt_instance *in; /* NULL: the instance had no records */
 	uint64_t start, width;        /* ticks: the first bucket's start, each bucket's width */
 	uint32_t nbuckets;
-	uint64_t *live[MT_KIND_COUNT]; /* highest live bytes per bucket; NULL: never live */
-	uint64_t last[MT_KIND_COUNT];  /* live bytes now */
+	uint64_t *live[MT_KIND_COUNT];  /* highest live bytes per bucket; NULL: never live */
+	uint64_t last[MT_KIND_COUNT];   /* live bytes now */
 	uint32_t filled[MT_KIND_COUNT]; /* buckets of live[k] written so far */
 	struct mt_snapshot *snaps;
 	uint32_t nsnaps;
@@ -71,9 +74,11 @@ struct mt_timeline {
 	uint32_t nprocs;
 };
 
-/* The analysis hook (struct mt_analysis_hooks.record); ctx is a zeroed struct mt_timeline. */
+/* The analysis hooks (struct mt_analysis_hooks); ctx is a zeroed struct mt_timeline. */
 int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
                        const struct mt_record *rec);
+int mt_timeline_before(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
+                       const struct mt_record *rec, uint64_t time);
 /* After the analysis: every bucket written up to each instance's end. */
 void mt_timeline_finish(struct mt_timeline *t);
 void mt_timeline_free(struct mt_timeline *t);

@@ -257,8 +257,8 @@ static json_t *timeline_json(struct mt_analysis *a, const struct mt_timeline_pro
 	for (uint32_t b = 0; b < tp->nbuckets; b++)
 		t[b] = mt_timeline_bucket_ns(a, tp, b);
 	json_object_set_new(o, "t_ns", u64_array(t, tp->nbuckets));
-	json_object_set_new(o, "end_ns", mt_json_u64(mt_analysis_since_start(a, tp->in,
-	                                                                     tp->in->end_time)));
+	json_object_set_new(o, "end_ns",
+	                    mt_json_u64(mt_analysis_since_start(a, tp->in, tp->in->end_time)));
 	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
 		if (tp->live[k] && mt_kind_shown(tp->in, k))
 			json_object_set_new(kinds, mt_kind_name(k),
@@ -378,8 +378,10 @@ static json_t *snapshots_json(struct builder *b, const struct mt_timeline_proc *
 			json_decref(kinds);
 			goto fail;
 		}
-		json_object_set_new(o, "t_ns", mt_json_u64(mt_analysis_since_start(b->a, tp->in,
-		                                                                    s->time)));
+		json_object_set_new(o, "t_ns",
+		                    mt_json_u64(mt_analysis_since_start(b->a, tp->in, s->time)));
+		json_object_set_new(o, "until_ns",
+		                    mt_json_u64(mt_analysis_since_start(b->a, tp->in, s->until)));
 		json_object_set_new(o, "why", json_string(why_name(s->why)));
 		json_object_set_new(o, "kinds", kinds);
 		for (unsigned k = 0; k < MT_KIND_COUNT; k++) {

@@ -78,7 +78,8 @@ static int parse_args(int argc, char **argv, const char **file, const char **out
 			char *end;
 			*top = strtoul(argv[++i], &end, 10);
 			if (*end || !argv[i][0] || *top == 0 || *top > UINT32_MAX) {
-				fprintf(stderr, "memtrace view: --top wants a positive number, not %s\n",
+				fprintf(stderr,
+				        "memtrace view: --top wants a positive number, not %s\n",
 				        argv[i]);
 				return MT_EXIT_USAGE;
 			}
@@ -108,7 +109,8 @@ int mt_cmd_view(int argc, char **argv)
 	const char *file = NULL, *out = NULL;
 	unsigned long top = 10;
 	struct mt_timeline t = {0};
-	struct mt_analysis_hooks hooks = {.record = mt_timeline_record, .record_ctx = &t};
+	struct mt_analysis_hooks hooks = {
+	        .record = mt_timeline_record, .before = mt_timeline_before, .record_ctx = &t};
 	struct mt_analysis *a = NULL;
 	json_t *data = NULL;
 	char *made = NULL;

@@ -272,7 +272,7 @@ static int on_done(void *vctx, struct mt_replay *r, const struct mt_instance *in
 
 static void replay(const struct mt_trace *t, uint64_t *h)
 {
-	static const struct mt_replay_callbacks cb = { on_record, on_done };
+	static const struct mt_replay_callbacks cb = { .record = on_record, .instance_done = on_done };
 	struct ctx x = { .h = *h };
 	const struct mt_trace_stats *st;
 	struct mt_error err = { 0 };

@@ -49,7 +49,7 @@ static int on_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 
 static void replay(struct run *run, struct tb *b)
 {
-	static const struct mt_replay_callbacks cb = { on_record, on_done };
+	static const struct mt_replay_callbacks cb = { .record = on_record, .instance_done = on_done };
 	struct mt_error err = { 0 };
 
 	memset(run, 0, sizeof(*run));
@@ -179,7 +179,7 @@ static int child_done(void *ctx, struct mt_replay *r, const struct mt_instance *
 
 static void test_fork_and_ends(void)
 {
-	static const struct mt_replay_callbacks cb = { NULL, child_done };
+	static const struct mt_replay_callbacks cb = { .instance_done = child_done };
 	struct mt_error err = { 0 };
 	struct run run;
 	struct tb b;

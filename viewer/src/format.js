@@ -19,8 +19,14 @@ export function size(bytes) {
 // 1,048,576
 export const exact = (n) => Math.round(n).toLocaleString('en-US');
 
-// "1.00 MiB (1,048,576 B)": the size and the exact figure the report has.
-export const sizeExact = (bytes) => (bytes < 1024 ? size(bytes) : `${size(bytes)} (${exact(bytes)} B)`);
+// "1.00 MiB (1,048,576 B)": the size and the exact figure the report has. A
+// number past 2^53 (an overflowed size asked of malloc) is not exact in
+// JavaScript, and says so.
+export function sizeExact(bytes) {
+  if (bytes < 1024) return size(bytes);
+  if (!Number.isSafeInteger(bytes)) return `${size(bytes)} (about ${bytes.toExponential(4)} B)`;
+  return `${size(bytes)} (${exact(bytes)} B)`;
+}
 
 export function seconds(ns) {
   const s = ns / 1e9;

@@ -34,10 +34,17 @@ function processPanel(data, proc, report) {
       let best = proc.snapshots[0];
       for (const s of proc.snapshots) if (s.t_ns / 1e9 <= t) best = s;
       if (!best) return;
-      timeline.pick(best.t_ns / 1e9);
+      timeline.pick(best.t_ns / 1e9, Math.max(best.t_ns, best.until_ns) / 1e9);
       const why = best.why === 'mark' ? ', a mark' : best.why === 'failure' ? ', a failed allocation' : '';
-      const when = best.t_ns / 1e9 <= t ? 'the last moment recorded before' : 'nothing was recorded before';
-      flame.showSnapshot(best, `${seconds(best.t_ns)}${why} (${when} ${seconds(t * 1e9)}, where you clicked)`);
+      const clicked = seconds(t * 1e9);
+      let label;
+      if (best.t_ns / 1e9 <= t && t < best.until_ns / 1e9)
+        label = `${clicked}: the same from ${seconds(best.t_ns)} to ${seconds(best.until_ns)}, nothing allocated or freed in between`;
+      else if (best.t_ns / 1e9 <= t)
+        label = `${seconds(best.t_ns)}${why}, the moment recorded last before ${clicked}`;
+      else
+        label = `${seconds(best.t_ns)}${why}, the first moment recorded (nothing before ${clicked})`;
+      flame.showSnapshot(best, label);
     });
     body.append(...[
       el('p', { class: 'facts' }, `pid ${report.pid}, ppid ${report.ppid}, ${report.origin}; ${ending(report)}; `,

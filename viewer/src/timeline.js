@@ -98,15 +98,14 @@ function drawEvents(u, events, picked) {
     ctx.setLineDash([]);
     ctx.fillText(text, x + 3 * devicePixelRatio, top + (2 + 13 * (labelRow++ % 4)) * devicePixelRatio);
   }
-  if (picked != null) {
-    const x = u.valToPos(picked, 'x', true);
-    ctx.strokeStyle = '#000';
-    ctx.lineWidth = 2 * devicePixelRatio;
-    ctx.setLineDash([]);
-    ctx.beginPath();
-    ctx.moveTo(x, top);
-    ctx.lineTo(x, bottom);
-    ctx.stroke();
+  if (picked) {
+    // the stretch of time the flame graph's live set holds for
+    const x0 = u.valToPos(picked.from, 'x', true);
+    const x1 = Math.max(x0 + 2 * devicePixelRatio, u.valToPos(picked.to, 'x', true));
+    ctx.fillStyle = 'rgba(0, 0, 0, 0.08)';
+    ctx.fillRect(x0, top, x1 - x0, bottom - top);
+    ctx.fillStyle = '#000';
+    ctx.fillRect(x0, top, 2 * devicePixelRatio, bottom - top);
   }
   ctx.restore();
 }
@@ -151,9 +150,9 @@ export function timelinePanel(proc, report, onPick) {
   return {
     element: section,
     draw,
-    // marks the moment shown in the flame graph
-    pick(t) {
-      picked = t;
+    // marks the stretch of time (s) whose live set the flame graph shows
+    pick(from, to) {
+      picked = { from, to };
       if (plot) plot.redraw(false);
     },
   };

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+// End-to-end tests of `memtrace view`: real programs run under the preload,
+// the page opened in headless Chromium (Debian's, driven by playwright-core),
+// what it shows compared with `memtrace report --json`, a flame-graph frame
+// hovered, the timeline clicked, screenshots saved for a person to look at.
+//
+// usage: node test-viewer.mjs SCENARIO PROGRAM...
+//   sample PROGRAM         a sample with marks and growth (samples/grows-per-step)
+//   phases PROGRAM         tests/viewer/programs/phases: a click shows the live set then
+//   hostile PROGRAM        tests/viewer/programs/hostile-names: names shown as text
+//   gpu-standin PROGRAM    samples/caching-allocator against the stand-in libcudart
+// Environment: MEMTRACE_BIN, VIEWER_DIR (viewer/, with node_modules),
+// SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const require = createRequire(join(process.env.VIEWER_DIR, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const BIN = process.env.MEMTRACE_BIN;
+const SHOTS = process.env.SCREENSHOTS;
+const [scenario, ...programs] = process.argv.slice(2);
+const failures = [];
+let checks = 0;
+
+function check(ok, what) {
+  checks++;
+  if (!ok) {
+    failures.push(what);
+    console.error(`FAIL: ${what}`);
+  }
+}
+
+const exact = (n) => n.toLocaleString('en-US');
+const MIB = 1 << 20;
+
+// Runs argv under memtrace, writes its page; the report and the page's path.
+function traceAndView(dir, name, argv, env = {}) {
+  const trace = join(dir, `${name}.trace`);
+  const html = join(dir, `${name}.html`);
+  execFileSync(BIN, ['run', '-o', trace, '--', ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(BIN, ['view', '-o', html, trace], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const report = JSON.parse(execFileSync(BIN, ['report', '--json', trace], { maxBuffer: 1 << 28 }));
+  console.log(`${name}: page ${statSync(html).size} bytes`);
+  return { report, html, data: pageData(html) };
+}
+
+// The data the page carries, read back as the page reads it.
+function pageData(html) {
+  const text = readFileSync(html, 'utf8');
+  const m = text.match(/<script id="memtrace-data" type="application\/json">([^<]*)<\/script>/);
+  check(m, `${html}: no data element, or a '<' inside it`);
+  return m ? JSON.parse(m[1]) : null;
+}
+
+async function open(browser, html) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`page error: ${e}`));
+  page.on('dialog', (d) => { errors.push(`dialog: ${d.message()}`); d.dismiss(); });
+  page.on('request', (r) => { if (!r.url().startsWith('file:')) errors.push(`network request: ${r.url()}`); });
+  await page.goto(`file://${html}`);
+  await page.waitForSelector('body[data-drawn]', { timeout: 20000 });
+  return { page, errors };
+}
+
+const text = (page, selector) => page.locator(selector).first().textContent();
+
+// The hover text of the first flame-graph frame whose name starts with prefix.
+async function hoverFrame(page, prefix) {
+  const name = prefix.replace(/["\\]/g, (c) => `\\${c}`);
+  const frame = page.locator(`.process[open] .flame-graph g.frame[name^="${name}"]`).first();
+  await frame.hover();
+  const tip = page.locator('.d3-flame-graph-tip');
+  await tip.waitFor({ state: 'visible' });
+  await page.waitForTimeout(300); // the tip fades in
+  return tip.textContent();
+}
+
+// Clicks the first panel's timeline at t seconds (the x scale runs from 0 to its end).
+async function clickTimeline(page, data, t) {
+  const tl = data.processes[0].timeline;
+  const end = Math.max(tl.end_ns / 1e9, ...(data.processes[0].samples ? [data.processes[0].samples.t_ns.at(-1) / 1e9] : []), 1e-6);
+  const box = await page.locator('.process[open] .u-over').first().boundingBox();
+  await page.mouse.move(box.x + (box.width * t) / end, box.y + box.height / 2);
+  await page.mouse.click(box.x + (box.width * t) / end, box.y + box.height / 2);
+  await page.locator('.process[open] button[data-metric=snapshot]:not([hidden])').waitFor();
+}
+
+// Every figure of every kind card of the first process equals the report's.
+async function checkFigures(page, proc) {
+  for (const [kind, mem] of Object.entries(proc.memories)) {
+    const card = `.process[open] details.kind[data-kind="${kind}"]`;
+    const peak = await text(page, `${card} [data-figure=peak] dd`);
+    check(peak.includes(mem.peak_bytes < 1024 ? `${mem.peak_bytes} B` : `(${exact(mem.peak_bytes)} B)`),
+      `${kind}: the page's peak "${peak}" is not the report's ${mem.peak_bytes}`);
+    const allocs = await text(page, `${card} [data-figure=allocations] dd`);
+    check(allocs === exact(mem.allocations), `${kind}: the page's allocations "${allocs}" are not the report's ${mem.allocations}`);
+    const rows = await page.locator(`${card} .stacks`).first().locator('td[data-bytes]').evaluateAll((tds) => tds.map((td) => Number(td.dataset.bytes)));
+    if (mem.peak_stacks.length)
+      check(JSON.stringify(rows) === JSON.stringify(mem.peak_stacks.map((s) => s.bytes)),
+        `${kind}: the page's peak stacks ${rows} are not the report's ${mem.peak_stacks.map((s) => s.bytes)}`);
+  }
+}
+
+async function sample(browser, dir) {
+  const { report, html, data } = traceAndView(dir, 'grows-per-step', [programs[0], '12']);
+  const proc = report.processes[0];
+  const host = proc.memories.host;
+  const { page, errors } = await open(browser, html);
+  await checkFigures(page, proc);
+  const summary = await text(page, '#summary');
+  check(summary.includes(`${exact(report.events)} events`), `summary "${summary}" lacks the report's ${report.events} events`);
+  // the timeline: its highest host value is the peak, and each mark is there
+  check(Math.max(...data.processes[0].timeline.kinds.host) === host.peak_bytes,
+    `the timeline's highest host value ${Math.max(...data.processes[0].timeline.kinds.host)} is not the peak ${host.peak_bytes}`);
+  check(proc.diagnosis.marks.length === 12, `${proc.diagnosis.marks.length} marks, not 12`);
+  // the flame graph of the peak: the root is the whole peak, keep_records its growing part
+  const heading = await text(page, '.process[open] .flame-heading');
+  check(heading.includes(`${exact(host.peak_bytes)} bytes`), `flame heading "${heading}" lacks the peak ${host.peak_bytes}`);
+  const root = await hoverFrame(page, 'all host');
+  check(root.includes(`${exact(host.peak_bytes)} bytes`) && root.includes(`${exact(host.peak_blocks)} block`),
+    `root frame "${root}" is not the peak ${host.peak_bytes} in ${host.peak_blocks} blocks`);
+  const keep = await hoverFrame(page, 'keep_records');
+  const keepStack = host.peak_stacks.find((s) => s.frames[0].function === 'keep_records');
+  check(keepStack && keep.includes(`${exact(keepStack.bytes)} bytes`) && keep.includes(`${exact(keepStack.blocks)} blocks`),
+    `keep_records frame "${keep}" is not the report's ${keepStack && keepStack.bytes}`);
+  check(keepStack && keepStack.bytes === 12 * 16 * 65536, `keep_records holds ${keepStack && keepStack.bytes} at the peak, not 12 MiB`);
+  await page.screenshot({ path: join(SHOTS, 'sample-hover.png') });
+  // the growth the diagnosis found, as the report says it
+  const diag = await text(page, '.process[open] .diagnosis');
+  check(diag.includes('1.00 MiB per mark') && diag.includes('keep_records'), `diagnosis "${diag}" lacks 1.00 MiB per mark by keep_records`);
+  // a click after the sixth mark shows the live set then: keep_records held 6 or 7 MiB
+  const m = proc.diagnosis.marks;
+  await clickTimeline(page, data, (m[5].time_ns + m[6].time_ns) / 2e9);
+  const live = await hoverFrame(page, 'keep_records');
+  const held = Number((live.match(/([\d,]+) bytes/) || ['', '0'])[1].replace(/,/g, ''));
+  check(held === 6 * MIB || held === 7 * MIB, `after the 6th mark keep_records shows ${held} bytes, not 6 or 7 MiB: "${live}"`);
+  await page.screenshot({ path: join(SHOTS, 'sample-clicked.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+async function phases(browser, dir) {
+  const { report, html, data } = traceAndView(dir, 'phases', [programs[0]]);
+  const proc = report.processes[0];
+  const { page, errors } = await open(browser, html);
+  await checkFigures(page, proc);
+  const m = proc.diagnosis.marks;
+  check(m.length === 3, `${m.length} marks, not 3`);
+  const failed = proc.memories.host.failures;
+  check(failed.length === 1 && failed[0].size > 2 ** 62, `failures ${JSON.stringify(failed.map((f) => f.size))}`);
+  const failText = await text(page, '.process[open] details.kind[data-kind=host] .failure');
+  check(failText.includes('malloc of') && failText.includes('failed'), `the failure is not shown: "${failText}"`);
+  // in the middle of each phase: exactly what that phase holds
+  const expect = [[3 * MIB, 0], [3 * MIB, 5 * MIB], [0, 5 * MIB]];
+  for (let i = 0; i < 3; i++) {
+    const end = i < 2 ? m[i + 1].time_ns : failed[0].time_ns;
+    await clickTimeline(page, data, (m[i].time_ns + end) / 2e9);
+    for (const [j, fn] of ['keep_a', 'keep_b'].entries()) {
+      const shown = await page.locator(`.process[open] .flame-graph g[name^="${fn}"]`).count();
+      if (!expect[i][j]) {
+        check(shown === 0, `phase ${'ABC'[i]}: ${fn} is shown, though it held nothing then`);
+        continue;
+      }
+      const tip = await hoverFrame(page, fn);
+      check(tip.includes(`${exact(expect[i][j])} bytes`) && tip.includes('1 block'),
+        `phase ${'ABC'[i]}: ${fn} shows "${tip}", not ${expect[i][j]} bytes in 1 block`);
+    }
+    await page.screenshot({ path: join(SHOTS, `phases-${'abc'[i]}.png`) });
+  }
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+async function hostile(browser, dir) {
+  const arg = '"><script>window.__pwned=4</script>';
+  const { report, html } = traceAndView(dir, 'hostile', [programs[0], arg]);
+  const fn = "<script>window.__pwned=1</script>'<img src=x onerror=window.__pwned=2>";
+  const leak = report.processes[0].memories.host.leak_stacks.find((s) => s.bytes === 1234);
+  check(leak && leak.frames[0].function === fn, `the report does not name the hostile function: ${JSON.stringify(leak && leak.frames[0])}`);
+  const { page, errors } = await open(browser, html);
+  await page.waitForTimeout(500); // an image's onerror would have fired by now
+  check(await page.evaluate(() => window.__pwned === undefined), 'script from the trace ran in the page');
+  check(await page.locator('script').count() === 2, 'the page has a script element it did not bring');
+  check(await page.locator('img').count() === 0, 'the page has an img element from the trace');
+  const title = await text(page, '.process h2');
+  check(title.includes(arg), `the command line is not shown as text: "${title}"`);
+  const body = await page.locator('body').textContent();
+  check(body.includes(fn), 'the hostile function name is not shown as text in the tables');
+  await page.locator('.process[open] button[data-metric=leaked]').click();
+  const tip = await hoverFrame(page, '<script>');
+  check(tip.startsWith(fn), `the flame graph's hover does not show the name as text: "${tip}"`);
+  await page.screenshot({ path: join(SHOTS, 'hostile-names.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+async function gpuStandin(browser, dir) {
+  const { report, html, data } = traceAndView(dir, 'caching-allocator', [programs[0]],
+    { MEMTRACE_STANDIN_MEMORY: String(1024 * MIB) });
+  const proc = report.processes[0];
+  const gpu = proc.memories['cuda:0'];
+  check(gpu && gpu.failed_allocations === 3, `cuda:0 failures: ${gpu && gpu.failed_allocations}, not 3`);
+  check(data.processes[0].timeline.kinds['cuda:0'] && Math.max(...data.processes[0].timeline.kinds['cuda:0']) === gpu.peak_bytes,
+    'the cuda:0 timeline does not reach the peak');
+  const { page, errors } = await open(browser, html);
+  await checkFigures(page, proc);
+  // the page opens on the kind that held the most: the device
+  const heading = await text(page, '.process[open] .flame-heading');
+  check(heading.startsWith('cuda:0 at its peak') && heading.includes(`${exact(gpu.peak_bytes)} bytes`), `flame heading "${heading}"`);
+  const shown = await page.locator('.process[open] details.kind[data-kind="cuda:0"] .failure').count();
+  check(shown === 3, `${shown} failures shown for cuda:0, not 3`);
+  const failText = await text(page, '.process[open] details.kind[data-kind="cuda:0"] .failure');
+  check(failText.includes(`free of ${'1.00 GiB'}`), `the first failure lacks the device's total: "${failText}"`);
+  const seg = await hoverFrame(page, 'reserve_segment');
+  check(seg.includes(`${exact(gpu.peak_bytes)} bytes`), `reserve_segment shows "${seg}", not the peak ${gpu.peak_bytes}`);
+  await page.screenshot({ path: join(SHOTS, 'gpu-standin.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin };
+if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  process.exit(2);
+}
+mkdirSync(SHOTS, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), 'memtrace-viewer-'));
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
+try {
+  await scenarios[scenario](browser, dir);
+} catch (e) {
+  failures.push(String(e.stack || e));
+  console.error(e);
+} finally {
+  await browser.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`${scenario}: ${checks - failures.length} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
