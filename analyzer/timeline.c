@@ -31,13 +31,21 @@ static int instance_begin(struct mt_timeline_proc *p, const struct mt_instance *
                           uint64_t first_time)
 {
 	uint64_t start = in->have_process ? in->start_time : first_time;
-	uint64_t span = in->end_time > start ? in->end_time - start + 1 : 1;
+	uint64_t span = in->end_time > start ? in->end_time - start + 1 : 1, neven;
 
 	p->in = in;
 	p->start = start;
 	p->nbuckets = span < MT_TIMELINE_BUCKETS ? (uint32_t)span : MT_TIMELINE_BUCKETS;
 	p->width = (span + p->nbuckets - 1) / p->nbuckets;
 	p->next_even = 1;
+	/*
+	 * A few hundred events need no more moments than they have events to
+	 * tell apart; a snapshot walks every stack, so many stacks get fewer.
+	 */
+	neven = in->events / MT_EVENTS_PER_SNAPSHOT;
+	if (in->stack_count && neven > MT_SNAPSHOT_WALK / in->stack_count)
+		neven = MT_SNAPSHOT_WALK / in->stack_count;
+	p->neven = neven < 4 ? 4 : neven > MT_SNAPSHOTS_EVEN ? MT_SNAPSHOTS_EVEN : (uint32_t)neven;
 	for (unsigned k = 0; k < MT_KIND_COUNT; k++) {
 		/* a forked child starts with its parent's blocks */
 		p->last[k] = in->kind[k].inherited_bytes;
@@ -73,32 +81,81 @@ static int kind_changed(struct mt_timeline_proc *p, const struct mt_instance *in
 
 /* ---- snapshots ---- */
 
+/*
+ * A snapshot is made in one walk over the instance's stacks: each kind
+ * keeps its MT_SNAPSHOT_STACKS largest in a min-heap by bytes (the smallest
+ * on top, to be pushed out into the rest), so a walk over many stacks costs
+ * O(stacks log MT_SNAPSHOT_STACKS).
+ */
 struct snap_build {
-	struct mt_snapshot_row *rows; /* every live stack, all kinds */
-	size_t n, cap;
-	uint8_t *kinds; /* the kind of each row */
+	struct mt_snapshot *s;
 };
 
-static int collect(void *ctx, const struct mt_stack_stats *s)
+static bool smaller(const struct mt_snapshot_row *x, const struct mt_snapshot_row *y)
+{
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes;
+	if (x->stack_instance != y->stack_instance)
+		return x->stack_instance > y->stack_instance;
+	return x->stack > y->stack;
+}
+
+static void sift_down(struct mt_snapshot_row *h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		struct mt_snapshot_row t;
+		if (l < n && smaller(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && smaller(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void sift_up(struct mt_snapshot_row *h, uint32_t i)
+{
+	while (i > 0 && smaller(&h[i], &h[(i - 1) / 2])) {
+		struct mt_snapshot_row t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+static void add_to_rest(struct mt_snapshot_kind *sk, const struct mt_snapshot_row *row)
+{
+	sk->rest_stacks++;
+	sk->rest_bytes += row->bytes;
+	sk->rest_blocks += row->blocks;
+}
+
+static int collect(void *ctx, const struct mt_stack_stats *st)
 {
 	struct snap_build *sb = ctx;
+	struct mt_snapshot_kind *sk = &sb->s->kind[st->kind];
+	struct mt_snapshot_row row = {st->stack, st->stack_instance, st->live_bytes,
+	                              st->live_blocks};
 
-	if (!s->live_bytes && !s->live_blocks)
+	if (!st->live_bytes && !st->live_blocks)
 		return 0;
-	if (sb->n == sb->cap) {
-		size_t cap = sb->cap ? sb->cap * 2 : 256;
-		void *r = realloc(sb->rows, cap * sizeof(*sb->rows));
-		void *k = r ? realloc(sb->kinds, cap) : NULL;
-		if (r)
-			sb->rows = r;
-		if (!k)
-			return -ENOMEM;
-		sb->kinds = k;
-		sb->cap = cap;
+	if (!sk->rows && !(sk->rows = malloc(MT_SNAPSHOT_STACKS * sizeof(*sk->rows))))
+		return -ENOMEM;
+	if (sk->nrows < MT_SNAPSHOT_STACKS) {
+		sk->rows[sk->nrows] = row;
+		sift_up(sk->rows, sk->nrows++);
+	} else if (smaller(&sk->rows[0], &row)) {
+		add_to_rest(sk, &sk->rows[0]);
+		sk->rows[0] = row;
+		sift_down(sk->rows, sk->nrows, 0);
+	} else {
+		add_to_rest(sk, &row);
 	}
-	sb->rows[sb->n] = (struct mt_snapshot_row){s->stack, s->stack_instance, s->live_bytes,
-	                                           s->live_blocks};
-	sb->kinds[sb->n++] = (uint8_t)s->kind;
 	return 0;
 }
 
@@ -106,65 +163,47 @@ static int cmp_rows(const void *a, const void *b)
 {
 	const struct mt_snapshot_row *x = a, *y = b;
 
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	if (x->stack_instance != y->stack_instance)
-		return x->stack_instance < y->stack_instance ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
+	return smaller(y, x) ? -1 : smaller(x, y);
+}
+
+static void snapshot_free(struct mt_snapshot *s)
+{
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		free(s->kind[k].rows);
+	memset(s, 0, sizeof(*s));
 }
 
 static int snapshot(struct mt_timeline_proc *p, struct mt_analysis *a, const struct mt_instance *in,
                     uint64_t time, uint64_t until, enum mt_snapshot_why why)
 {
-	struct snap_build sb = {0};
-	struct mt_snapshot *s;
+	struct snap_build sb;
 	int r;
 
 	if (p->nsnaps == MT_SNAPSHOTS_MAX)
 		return 0;
 	if (!p->snaps && !(p->snaps = calloc(MT_SNAPSHOTS_MAX, sizeof(*p->snaps))))
 		return -ENOMEM;
+	sb.s = &p->snaps[p->nsnaps];
 	r = mt_replay_foreach_stack(a->replay, in, collect, &sb);
-	if (r < 0)
-		goto out;
-	s = &p->snaps[p->nsnaps++];
-	s->time = time;
-	s->until = until;
-	s->why = why;
-	for (unsigned k = 0; k < MT_KIND_COUNT; k++) {
-		struct mt_snapshot_kind *sk = &s->kind[k];
-		size_t n = 0;
-		for (size_t i = 0; i < sb.n; i++)
-			n += sb.kinds[i] == k;
-		if (!n)
-			continue;
-		sk->rows = malloc(n * sizeof(*sk->rows));
-		if (!sk->rows) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < sb.n; i++)
-			if (sb.kinds[i] == k)
-				sk->rows[sk->nrows++] = sb.rows[i];
-		qsort(sk->rows, n, sizeof(*sk->rows), cmp_rows);
-		for (size_t i = MT_SNAPSHOT_STACKS; i < n; i++) {
-			sk->rest_stacks++;
-			sk->rest_bytes += sk->rows[i].bytes;
-			sk->rest_blocks += sk->rows[i].blocks;
-		}
-		if (n > MT_SNAPSHOT_STACKS)
-			sk->nrows = MT_SNAPSHOT_STACKS;
+	if (r < 0) {
+		snapshot_free(sb.s);
+		return r;
 	}
-out:
-	free(sb.rows);
-	free(sb.kinds);
-	return r;
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		if (sb.s->kind[k].nrows > 1)
+			qsort(sb.s->kind[k].rows, sb.s->kind[k].nrows,
+			      sizeof(struct mt_snapshot_row), cmp_rows);
+	sb.s->time = time;
+	sb.s->until = until;
+	sb.s->why = why;
+	p->nsnaps++;
+	return 0;
 }
 
-/* The evenly spaced moment number i (1..MT_SNAPSHOTS_EVEN), in ticks. */
+/* The evenly spaced moment number i (1..p->neven), in ticks. */
 static uint64_t even_time(const struct mt_timeline_proc *p, uint32_t i)
 {
-	return p->start + (uint64_t)((double)p->width * p->nbuckets * i / MT_SNAPSHOTS_EVEN);
+	return p->start + (uint64_t)((double)p->width * p->nbuckets * i / p->neven);
 }
 
 /* ---- the hook ---- */
@@ -222,19 +261,26 @@ int mt_timeline_before(void *ctx, struct mt_analysis *a, const struct mt_instanc
 {
 	struct mt_timeline_proc *p;
 	uint64_t at;
-	int r;
+	bool quiet;
+	int r = 0;
 
 	/* only events change the live set */
 	if (!mt_record_is_event(rec->type))
 		return 0;
 	if (!(p = proc_of(ctx, a, in, time, &r)))
 		return r;
-	if (p->next_even > MT_SNAPSHOTS_EVEN || time < (at = even_time(p, p->next_even)))
-		return 0;
+	/* a stretch with no event, wide enough to be clicked on: its live set is the one now */
+	quiet = p->events && time - p->last_event >= p->width * p->nbuckets / MT_QUIET_FRACTION;
+	if (quiet)
+		r = snapshot(p, a, in, p->last_event, time, MT_SNAPSHOT_TIME);
+	p->last_event = time;
+	p->events++;
+	if (r < 0 || p->next_even > p->neven || time < (at = even_time(p, p->next_even)))
+		return r;
 	/* the moments this event is at or after all had the live set as it is now */
-	while (p->next_even <= MT_SNAPSHOTS_EVEN && time >= even_time(p, p->next_even))
+	while (p->next_even <= p->neven && time >= even_time(p, p->next_even))
 		p->next_even++;
-	return snapshot(p, a, in, at, time, MT_SNAPSHOT_TIME);
+	return quiet ? 0 : snapshot(p, a, in, at, time, MT_SNAPSHOT_TIME);
 }
 
 int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
@@ -273,8 +319,7 @@ void mt_timeline_free(struct mt_timeline *t)
 		for (unsigned k = 0; k < MT_KIND_COUNT; k++)
 			free(p->live[k]);
 		for (uint32_t s = 0; s < p->nsnaps; s++)
-			for (unsigned k = 0; k < MT_KIND_COUNT; k++)
-				free(p->snaps[s].kind[k].rows);
+			snapshot_free(&p->snaps[s]);
 		free(p->snaps);
 	}
 	free(t->procs);

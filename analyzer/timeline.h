@@ -8,11 +8,17 @@
  * value reached in it (so the peak is never averaged away, and a plot of
  * the buckets shows it at its true height); and snapshots of the live set
  * by stack, each kind's largest MT_SNAPSHOT_STACKS stacks with the rest
- * summed, at MT_SNAPSHOTS_EVEN evenly spaced moments, at every MARK and at
+ * summed, at evenly spaced moments (one per MT_EVENTS_PER_SNAPSHOT events
+ * of the instance, no more than MT_SNAPSHOT_WALK stacks walked in all, 4 to
+ * MT_SNAPSHOTS_EVEN), at every MARK and at
  * every failed allocation (MT_SNAPSHOTS_MAX in all), so that a moment on
  * the timeline can be shown as a flame graph. An evenly spaced one is taken
  * just before the first event at or after its moment, so it is the live set
- * at that moment exactly, and it holds until that event.
+ * at that moment exactly, and it holds until that event. And before the
+ * event that ends a stretch of 1/MT_QUIET_FRACTION of the instance's life
+ * or more without one, the live set of that whole stretch: whatever the
+ * number of events, a click anywhere in such a stretch shows exactly what
+ * was live there.
  *
  * The work per event is O(1); a snapshot costs one walk over the
  * instance's stacks. Memory does not grow with events.
@@ -26,13 +32,16 @@
 
 #include "analysis.h"
 
-#define MT_TIMELINE_BUCKETS 1000
-#define MT_SNAPSHOTS_EVEN   100
-#define MT_SNAPSHOTS_MAX    200
-#define MT_SNAPSHOT_STACKS  200
+#define MT_TIMELINE_BUCKETS    1000
+#define MT_SNAPSHOTS_EVEN      100
+#define MT_EVENTS_PER_SNAPSHOT 16
+#define MT_SNAPSHOT_WALK       30000000
+#define MT_SNAPSHOTS_MAX       300
+#define MT_QUIET_FRACTION      100
+#define MT_SNAPSHOT_STACKS     200
 
 enum mt_snapshot_why {
-	MT_SNAPSHOT_TIME, /* an evenly spaced moment */
+	MT_SNAPSHOT_TIME, /* an evenly spaced moment, or a stretch without events */
 	MT_SNAPSHOT_MARK, /* a MARK record */
 	MT_SNAPSHOT_FAIL, /* a failed allocation */
 };
@@ -66,7 +75,10 @@ struct mt_timeline_proc {
 	uint32_t filled[MT_KIND_COUNT]; /* buckets of live[k] written so far */
 	struct mt_snapshot *snaps;
 	uint32_t nsnaps;
-	uint32_t next_even; /* the next evenly spaced snapshot, 1..MT_SNAPSHOTS_EVEN */
+	uint32_t neven;     /* evenly spaced snapshots to take */
+	uint32_t next_even; /* the next one, 1..neven */
+	uint64_t events;    /* seen so far, and the time of the last */
+	uint64_t last_event;
 };
 
 struct mt_timeline {

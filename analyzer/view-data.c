@@ -110,6 +110,43 @@ static int64_t node_of(struct builder *b, uint32_t stack_instance, uint32_t stac
 	return node;
 }
 
+/*
+ * The report's stacks as nodes of the tree: every object of it with
+ * "stack", "stack_instance" and "frames" gets "node" instead of "frames",
+ * which would repeat the same frames in full for every list they are in.
+ */
+static int report_nodes(struct builder *b, json_t *j)
+{
+	json_t *st = json_object_get(j, "stack"), *si = json_object_get(j, "stack_instance");
+	const char *key;
+	json_t *v;
+	size_t i;
+	int r;
+
+	if (json_is_array(j)) {
+		json_array_foreach (j, i, v) {
+			if ((r = report_nodes(b, v)) < 0)
+				return r;
+		}
+		return 0;
+	}
+	if (!json_is_object(j))
+		return 0;
+	if (json_is_integer(st) && json_is_integer(si) && json_object_get(j, "frames")) {
+		int64_t node = node_of(b, (uint32_t)json_integer_value(si),
+		                       (uint32_t)json_integer_value(st));
+		if (node < 0 || json_object_set_new(j, "node", json_integer(node)) < 0)
+			return -ENOMEM;
+		json_object_del(j, "frames");
+		return 0;
+	}
+	json_object_foreach (j, key, v) {
+		if ((r = report_nodes(b, v)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* ---- flame graphs ---- */
 
 /* A list of rows as the page reads it, with what was cut; NULL without memory. */
@@ -247,27 +284,47 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 	return arr;
 }
 
+/* Whether any shown kind's value changes at bucket b. */
+static bool changes_at(const struct mt_timeline_proc *tp, uint32_t b)
+{
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		if (tp->live[k] && mt_kind_shown(tp->in, k) && tp->live[k][b] != tp->live[k][b - 1])
+			return true;
+	return false;
+}
+
+/*
+ * The buckets where a value changes (and the last one): a value holds until
+ * the next point, as the page draws it, so nothing is lost.
+ */
 static json_t *timeline_json(struct mt_analysis *a, const struct mt_timeline_proc *tp)
 {
-	json_t *o = json_object(), *kinds = json_object();
-	uint64_t *t = calloc(tp->nbuckets ? tp->nbuckets : 1, sizeof(*t));
+	json_t *o = json_object(), *kinds = json_object(), *t = json_array();
+	json_t *v[MT_KIND_COUNT] = {0};
 
 	if (!o || !kinds || !t)
 		goto fail;
-	for (uint32_t b = 0; b < tp->nbuckets; b++)
-		t[b] = mt_timeline_bucket_ns(a, tp, b);
-	json_object_set_new(o, "t_ns", u64_array(t, tp->nbuckets));
 	json_object_set_new(o, "end_ns",
 	                    mt_json_u64(mt_analysis_since_start(a, tp->in, tp->in->end_time)));
 	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
-		if (tp->live[k] && mt_kind_shown(tp->in, k))
-			json_object_set_new(kinds, mt_kind_name(k),
-			                    u64_array(tp->live[k], tp->nbuckets));
+		if (tp->live[k] && mt_kind_shown(tp->in, k) &&
+		    (!(v[k] = json_array()) ||
+		     json_object_set_new(kinds, mt_kind_name(k), v[k]) < 0))
+			goto fail;
+	for (uint32_t b = 0; b < tp->nbuckets; b++) {
+		if (b && b + 1 < tp->nbuckets && !changes_at(tp, b))
+			continue;
+		if (json_array_append_new(t, mt_json_u64(mt_timeline_bucket_ns(a, tp, b))) < 0)
+			goto fail;
+		for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+			if (v[k] && json_array_append_new(v[k], mt_json_u64(tp->live[k][b])) < 0)
+				goto fail;
+	}
+	json_object_set_new(o, "t_ns", t);
 	json_object_set_new(o, "kinds", kinds);
-	free(t);
 	return o;
 fail:
-	free(t);
+	json_decref(t);
 	json_decref(kinds);
 	json_decref(o);
 	return NULL;
@@ -442,7 +499,8 @@ json_t *mt_view_data(struct mt_analysis *a, const struct mt_timeline *t, const c
 		goto out;
 	json_object_set_new(root, "memtrace_view", json_integer(1));
 	json_object_set_new(root, "report", mt_report_json(a, file, top));
-	if (!json_object_get(root, "report"))
+	if (!json_object_get(root, "report") ||
+	    report_nodes(&b, json_object_get(root, "report")) < 0)
 		goto out;
 	for (uint32_t i = 0; i < a->nprocs; i++) {
 		json_t *p = process_json(&b, &a->procs[i], i < t->nprocs ? &t->procs[i] : NULL);

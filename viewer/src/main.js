@@ -7,7 +7,7 @@ import './page.css';
 import { el, exact, plural, seconds, size } from './format.js';
 import { flamePanel } from './flame.js';
 import { timelinePanel } from './timeline.js';
-import { diagnosisSection, kindSection } from './tables.js';
+import { diagnosisSection, kindSection, useTree } from './tables.js';
 
 function ending(p) {
   switch (p.end) {
@@ -71,6 +71,7 @@ function main() {
     return;
   }
   const { report } = data;
+  useTree(data);
   const root = report.processes[0];
   document.title = `memtrace: ${root ? root.command || root.exe : report.file}`;
   summary.replaceChildren(

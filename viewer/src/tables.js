@@ -6,19 +6,24 @@ import { el, exact, plural, seconds, size, sizeExact } from './format.js';
 
 const FRAMES_SHOWN = 6;
 
-export function frameText(f) {
-  const base = (p) => p.slice(p.lastIndexOf('/') + 1);
-  if (f.function && f.file) return `${f.function} (${base(f.file)}:${f.line})`;
-  if (f.function && f.module) return `${f.function} (${base(f.module)})`;
-  if (f.function) return f.function;
-  if (f.module) return `${base(f.module)}+0x${f.offset.toString(16)}`;
-  return `0x${f.address.toString(16)}`;
+// The trace's tree of frames (data.frames, data.nodes): the report's stacks are nodes of it.
+let tree = { frames: [], nodes: [] };
+export function useTree(data) {
+  tree = data;
 }
 
-// A stack, innermost first, cut to a few frames with the rest behind a <details>.
-export function stackList(frames) {
+// A stack's frames as the text report prints them, innermost first.
+export function framesOf(node) {
+  const out = [];
+  for (let n = node; n > 0; n = tree.nodes[2 * n - 2]) out.push(tree.frames[tree.nodes[2 * n - 1]]);
+  return out.length === 1 && out[0] === '[no stack]' ? [] : out;
+}
+
+// A stack, cut to a few frames with the rest behind a <details>.
+export function stackList(node) {
+  const frames = framesOf(node);
   if (!frames.length) return el('span', { class: 'stack' }, '(no stack recorded)');
-  const items = frames.map((f) => el('li', null, frameText(f)));
+  const items = frames.map((f) => el('li', null, f));
   if (items.length <= FRAMES_SHOWN) return el('ol', { class: 'stack' }, items);
   return el('div', null, el('ol', { class: 'stack' }, items.slice(0, FRAMES_SHOWN)),
     el('details', null, el('summary', null, `${items.length - FRAMES_SHOWN} more frames`),
@@ -34,7 +39,7 @@ function stacksTable(title, stacks, total) {
         el('td', { class: 'n', 'data-bytes': s.bytes }, sizeExact(s.bytes)),
         el('td', { class: 'n' }, exact(s.blocks)),
         el('td', { class: 'n' }, exact(s.allocations)),
-        el('td', null, stackList(s.frames)))))),
+        el('td', null, stackList(s.node)))))),
     total > stacks.length ? el('p', { class: 'more' }, `… and ${plural(total - stacks.length, 'more stack')} (memtrace report --top N)`) : null);
 }
 
@@ -49,7 +54,7 @@ function failure(f) {
     lines.push(el('p', null, `The device had ${size(f.device_free)} free of ${size(f.device_total)}: `,
       f.size > f.device_free ? 'the request is larger than all that is free.'
         : 'enough in total, but not in one piece (fragmentation, or a caching allocator holding it).'));
-  lines.push(el('h5', null, 'asked by'), stackList(f.stack.frames));
+  lines.push(el('h5', null, 'asked by'), stackList(f.stack.node));
   if (f.top_stacks.length)
     lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length));
   return el('div', { class: 'failure' }, lines);
@@ -85,15 +90,16 @@ export function diagnosisSection(proc) {
         : pm.last_rss != null ? `RSS ${size(pm.last_rss)} at the last sample, no cgroup limit known. ` : 'No samples. ',
       `Live at death: ${live || 'nothing'}.`));
   }
-  for (const g of d.growth) {
-    const top = g.stack.frames.length ? frameText(g.stack.frames[0]) : '(no stack recorded)';
+  const GROWTH_SHOWN = 3; // as the text report
+  for (const g of d.growth.slice(0, GROWTH_SHOWN)) {
+    const top = framesOf(g.stack.node)[0] || '(no stack recorded)';
     items.push(el('li', { class: 'warn' }, el('strong', null, 'Grows: '),
       g.bytes_per_mark != null && g.bytes_per_mark > 0 ? `${size(g.bytes_per_mark)} per mark, ` : '',
       `${size(Math.max(0, g.bytes_per_second))}/s, ${size(Math.max(0, g.grown_bytes))} in all (${g.kind}, fit r² ${g.r2.toFixed(2)}), by `,
       el('code', null, top)));
   }
-  if (d.growth_total > d.growth.length)
-    items.push(el('li', null, `… and ${plural(d.growth_total - d.growth.length, 'more growing stack')}`));
+  if (d.growth_total > Math.min(d.growth.length, GROWTH_SHOWN))
+    items.push(el('li', null, `… and ${plural(d.growth_total - Math.min(d.growth.length, GROWTH_SHOWN), 'more growing stack')} (memtrace report --json)`));
   for (const f of (d.fragmentation && d.fragmentation.findings) || [])
     items.push(el('li', { class: 'warn' }, el('strong', null, `${f.finding}: `), f.text, el('br'), el('em', null, f.advice)));
   const m = d.memory_over_time;

@@ -114,7 +114,7 @@ function drawEvents(u, events, picked) {
 export function timelinePanel(proc, report, onPick) {
   const box = el('div', { class: 'timeline-chart' });
   const section = el('section', { class: 'timeline' }, el('h3', null, 'Memory over time'),
-    el('p', { class: 'hint' }, 'Each point is the highest value in its interval. Click a moment to see what was live then, in the flame graph below.'),
+    el('p', { class: 'hint' }, 'Each point is the highest value in its interval. Click a moment to see what was live then, in the flame graph below; click a name under the chart to hide or show its line.'),
     box);
   if (!proc.timeline) {
     box.append(el('p', null, 'No events in this process.'));
