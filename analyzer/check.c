@@ -202,7 +202,7 @@ static void print_stack_line(struct mt_sym *syms, int n, uint64_t bytes, uint64_
 {
 	char size[32], frame[512];
 
-	mt_cmd_size(size, sizeof(size), bytes);
+	mt_size_text(size, sizeof(size), bytes);
 	printf("  %s in %" PRIu64 " block%s:", size, blocks, blocks == 1 ? "" : "s");
 	if (n <= 0)
 		printf(" (no stack recorded)");
@@ -276,8 +276,8 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 	limit_of(&g->leaked, kind, &max_leaked); /* no limit given: 0, as LeakSanitizer */
 	if (bytes > max_leaked || (!max_leaked && blocks)) {
 		g->failures++;
-		mt_cmd_size(b1, sizeof(b1), bytes);
-		mt_cmd_size(b2, sizeof(b2), max_leaked);
+		mt_size_text(b1, sizeof(b1), bytes);
+		mt_size_text(b2, sizeof(b2), max_leaked);
 		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64
 		       " block%s, more than %s\n",
 		       p->in->pid, mt_cmd_command(p->in), mt_kind_name(kind),
@@ -294,8 +294,8 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 	}
 	if (limit_of(&g->peak, kind, &max_peak) && k->stats.peak_bytes > max_peak) {
 		g->failures++;
-		mt_cmd_size(b1, sizeof(b1), k->stats.peak_bytes);
-		mt_cmd_size(b2, sizeof(b2), max_peak);
+		mt_size_text(b1, sizeof(b1), k->stats.peak_bytes);
+		mt_size_text(b2, sizeof(b2), max_peak);
 		printf("memtrace check: process %u (%s): %s peak %s, more than %s\n", p->in->pid,
 		       mt_cmd_command(p->in), mt_kind_name(kind), b1, b2);
 		n = 0;
@@ -389,7 +389,7 @@ int mt_cmd_check(int argc, char **argv)
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);
-	mt_cmd_size(b1, sizeof(b1), g.suppressed_bytes);
+	mt_size_text(b1, sizeof(b1), g.suppressed_bytes);
 	if (g.failures) {
 		printf("memtrace check: FAILED (%u limit%s exceeded)", g.failures,
 		       g.failures == 1 ? "" : "s");

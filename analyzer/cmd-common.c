@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the analysis commands share (commands.h): opening a trace with
- * progress and the one-line error, sizes and frames as text, stacks ranked
+ * progress and the one-line error, frames as text, stacks ranked
  * by a metric.
  *
  * May not: compute figures (analysis.c does).
@@ -80,23 +80,6 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 		return MT_EXIT_BAD_TRACE;
 	}
 	return MT_EXIT_OK;
-}
-
-void mt_cmd_size(char *buf, size_t n, uint64_t bytes)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", bytes);
-		return;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.*f %s", v < 10.0 ? 2 : v < 100.0 ? 1 : 0, v, units[u]);
 }
 
 static const char *base_name(const char *path)

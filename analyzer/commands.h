@@ -33,8 +33,6 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
                    struct mt_analysis **out);
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
-/* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB */
-void mt_cmd_size(char *buf, size_t n, uint64_t bytes);
 /* function (file.c:12), or module+0xoffset, or 0xaddress */
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s);
 /* The command line, or the executable when it is empty. */

@@ -26,7 +26,7 @@
 #define FINDING_GAP_MIN (16 * MIB)
 #define FINDING_TOP_MIN (8 * MIB)
 
-static void size_text(char *buf, size_t n, uint64_t bytes)
+void mt_size_text(char *buf, size_t n, uint64_t bytes)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	double v = (double)bytes;
@@ -230,12 +230,12 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 		return;
 	if (!(x = finding(f, "rss-above-live", g)))
 		return;
-	size_text(gap, sizeof(gap), g);
-	size_text(rss, sizeof(rss), f->rss);
-	size_text(live, sizeof(live), f->live_host_bytes);
-	size_text(hfree, sizeof(hfree), f->heap_free);
-	size_text(trim, sizeof(trim), f->heap_trimmable);
-	size_text(mm, sizeof(mm), in->kind[MT_KIND_MMAP].live_bytes);
+	mt_size_text(gap, sizeof(gap), g);
+	mt_size_text(rss, sizeof(rss), f->rss);
+	mt_size_text(live, sizeof(live), f->live_host_bytes);
+	mt_size_text(hfree, sizeof(hfree), f->heap_free);
+	mt_size_text(trim, sizeof(trim), f->heap_trimmable);
+	mt_size_text(mm, sizeof(mm), in->kind[MT_KIND_MMAP].live_bytes);
 	snprintf(
 	        x->text, sizeof(x->text),
 	        "RSS %s is %s above the %s of heap blocks live (at %.3f s); the heap held %s free, "
@@ -285,9 +285,9 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 	 * pages) */
 	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last &&
 	    inside >= mem->heap_arena_last / 4 && (x = finding(f, "heap-fragmented", inside))) {
-		size_text(a, sizeof(a), inside);
-		size_text(b, sizeof(b), mem->heap_arena_last);
-		size_text(c, sizeof(c), mem->heap_in_use_last);
+		mt_size_text(a, sizeof(a), inside);
+		mt_size_text(b, sizeof(b), mem->heap_arena_last);
+		mt_size_text(c, sizeof(c), mem->heap_in_use_last);
 		snprintf(x->text, sizeof(x->text),
 		         "at the end %s of the %s heap was free in pieces between blocks in use "
 		         "(%s in "
@@ -304,7 +304,7 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 	}
 	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
 	    (x = finding(f, "trimmable-top", mem->heap_trimmable_last))) {
-		size_text(a, sizeof(a), mem->heap_trimmable_last);
+		mt_size_text(a, sizeof(a), mem->heap_trimmable_last);
 		snprintf(x->text, sizeof(x->text),
 		         "at the end the top of the heap held %s free that glibc did not give back "
 		         "(glibc's trim threshold rises with its mmap threshold)",
@@ -343,10 +343,10 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	grew = arena_max - base->values[MT_SAMPLE_HEAP_ARENA];
 	if (grew < MIB || !(x = finding(f, "mmap-threshold-raised", grew)))
 		return;
-	size_text(t, sizeof(t), m->threshold);
-	size_text(l, sizeof(l), m->large_after_bytes);
-	size_text(g, sizeof(g), grew);
-	size_text(mm, sizeof(mm), base->values[MT_SAMPLE_HEAP_MMAPPED]);
+	mt_size_text(t, sizeof(t), m->threshold);
+	mt_size_text(l, sizeof(l), m->large_after_bytes);
+	mt_size_text(g, sizeof(g), grew);
+	mt_size_text(mm, sizeof(mm), base->values[MT_SAMPLE_HEAP_MMAPPED]);
 	snprintf(x->text, sizeof(x->text),
 	         "a free of a %s block raised glibc's dynamic mmap threshold to %s: %" PRIu64
 	         " later blocks of 128 KiB or more (%s) came from the heap instead of mmap; the "

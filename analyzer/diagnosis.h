@@ -126,6 +126,9 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
 
+/* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB: sizes as every report prints them. */
+void mt_size_text(char *buf, size_t n, uint64_t bytes);
+
 /* The last sample of `in` at or before `time`, NULL if none. */
 const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instance *in,
                                                          uint64_t time);

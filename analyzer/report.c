@@ -76,7 +76,7 @@ static void print_stacks(struct mt_analysis *a, struct mt_sym *syms, const struc
 	for (size_t i = 0; rows && i < n && i < top; i++) {
 		uint64_t bytes = m == MT_METRIC_PEAK ? rows[i].peak_bytes : rows[i].leaked_bytes;
 		uint64_t blocks = m == MT_METRIC_PEAK ? rows[i].peak_blocks : rows[i].leaked_blocks;
-		mt_cmd_size(size, sizeof(size), bytes);
+		mt_size_text(size, sizeof(size), bytes);
 		printf("      %s in %" PRIu64 " block%s\n", size, blocks, blocks == 1 ? "" : "s");
 		print_frames(a, syms, rows[i].stack_instance, rows[i].stack, "        ");
 	}
@@ -93,7 +93,7 @@ static void print_histogram(const struct mt_kind_result *k)
 	for (int b = 0; b < MT_HISTOGRAM_BUCKETS; b++) {
 		if (!k->histogram[b])
 			continue;
-		mt_cmd_size(lo, sizeof(lo), b ? UINT64_C(1) << (b - 1) : 0);
+		mt_size_text(lo, sizeof(lo), b ? UINT64_C(1) << (b - 1) : 0);
 		printf("%s%s%s: %" PRIu64, any ? ", " : "    sizes: ", b ? ">= " : "", lo,
 		       k->histogram[b]);
 		any = true;
@@ -109,23 +109,23 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 	const struct mt_kind_stats *s = &k->stats;
 	char b1[32], b2[32];
 
-	mt_cmd_size(b1, sizeof(b1), s->bytes_allocated);
+	mt_size_text(b1, sizeof(b1), s->bytes_allocated);
 	printf("  %s: %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, %" PRIu64
 	       " temporary",
 	       mt_kind_name(kind), s->allocations, s->frees, b1, k->temporary);
 	if (s->inherited_blocks) {
-		mt_cmd_size(b1, sizeof(b1), s->inherited_bytes);
+		mt_size_text(b1, sizeof(b1), s->inherited_bytes);
 		printf(", %s in %" PRIu64 " blocks inherited at fork", b1, s->inherited_blocks);
 	}
 	putchar('\n');
-	mt_cmd_size(b1, sizeof(b1), s->peak_bytes);
+	mt_size_text(b1, sizeof(b1), s->peak_bytes);
 	printf("    peak %s in %" PRIu64 " block%s at %.3f ms\n", b1, s->peak_blocks,
 	       s->peak_blocks == 1 ? "" : "s",
 	       (double)mt_analysis_since_start(a, p->in, s->peak_time) / 1e6);
 	print_stacks(a, syms, k, MT_METRIC_PEAK, top);
-	mt_cmd_size(b1, sizeof(b1), k->leaked_bytes);
+	mt_size_text(b1, sizeof(b1), k->leaked_bytes);
 	if (p->in->end == MT_END_EXEC) {
-		mt_cmd_size(b2, sizeof(b2), s->live_bytes);
+		mt_size_text(b2, sizeof(b2), s->live_bytes);
 		printf("    no leaks: the exec dropped the %s then live\n", b2);
 	} else if (k->leaked_blocks) {
 		printf("    %s %s in %" PRIu64 " block%s\n",
@@ -140,8 +140,8 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 		for (uint32_t i = 0; i < k->nfails && i < top; i++) {
 			const struct mt_fail_snapshot *f = &k->fails[i];
 			const char *fn = mt_fn_name(f->event.fn), *en = errno_name(f->event.err);
-			mt_cmd_size(b1, sizeof(b1), f->event.size);
-			mt_cmd_size(b2, sizeof(b2), f->live_bytes);
+			mt_size_text(b1, sizeof(b1), f->event.size);
+			mt_size_text(b2, sizeof(b2), f->live_bytes);
 			printf("      %s of %s at %.3f ms: ", fn ? fn : "?", b1,
 			       (double)mt_analysis_since_start(a, p->in, f->event.time) / 1e6);
 			if (f->event.kind >= MT_KIND_CUDA_HOST)
@@ -155,8 +155,8 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 			if (f->have_sample_before && f->event.kind < MT_KIND_CUDA_HOST &&
 			    f->heap_free_before) {
 				char b3[32], b4[32];
-				mt_cmd_size(b3, sizeof(b3), f->heap_free_before);
-				mt_cmd_size(b4, sizeof(b4), f->rss_before);
+				mt_size_text(b3, sizeof(b3), f->heap_free_before);
+				mt_size_text(b4, sizeof(b4), f->rss_before);
 				printf("        asked %s with %s free in the heap (RSS %s): %s\n",
 				       b1, b3, b4,
 				       f->event.size > f->heap_free_before
@@ -165,8 +165,8 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 			}
 			if (f->event.device_total) {
 				char b3[32], b4[32];
-				mt_cmd_size(b3, sizeof(b3), f->event.device_free);
-				mt_cmd_size(b4, sizeof(b4), f->event.device_total);
+				mt_size_text(b3, sizeof(b3), f->event.device_free);
+				mt_size_text(b4, sizeof(b4), f->event.device_total);
 				printf("        the device had %s free of %s: %s\n", b3, b4,
 				       f->event.size > f->event.device_free
 				               ? "the request is larger than all that is free"
@@ -176,7 +176,7 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 			}
 			print_frames(a, syms, p->in->id, f->event.stack, "        ");
 			for (uint32_t t = 0; t < f->ntop && t < 3; t++) {
-				mt_cmd_size(b2, sizeof(b2), f->top[t].leaked_bytes);
+				mt_size_text(b2, sizeof(b2), f->top[t].leaked_bytes);
 				printf("        held then: %s in %" PRIu64 " blocks by\n", b2,
 				       f->top[t].leaked_blocks);
 				print_frames(a, syms, f->top[t].stack_instance, f->top[t].stack,
@@ -206,12 +206,12 @@ static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const 
 {
 	char b1[32], b2[32], b3[32], frame[1024];
 
-	mt_cmd_size(b1, sizeof(b1), g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0);
-	mt_cmd_size(b2, sizeof(b2), g->bytes_per_second > 0 ? (uint64_t)g->bytes_per_second : 0);
+	mt_size_text(b1, sizeof(b1), g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0);
+	mt_size_text(b2, sizeof(b2), g->bytes_per_second > 0 ? (uint64_t)g->bytes_per_second : 0);
 	top_frame(a, syms, g->stack_instance, g->stack, frame, sizeof(frame));
 	printf("%sgrows", indent);
 	if (g->per_mark && g->bytes_per_mark > 0) {
-		mt_cmd_size(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
+		mt_size_text(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
 		printf(": %s per mark,", b3);
 	}
 	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2,
@@ -230,15 +230,15 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 	printf("  diagnosis:\n");
 	if (d->post_mortem.killed) {
 		const struct mt_post_mortem *pm = &d->post_mortem;
-		mt_cmd_size(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
+		mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
 		if (pm->have_sample && pm->cgroup_max) {
-			mt_cmd_size(b2, sizeof(b2), pm->last_rss);
-			mt_cmd_size(b3, sizeof(b3), pm->cgroup_max);
+			mt_size_text(b2, sizeof(b2), pm->last_rss);
+			mt_size_text(b3, sizeof(b3), pm->cgroup_max);
 			printf("    killed at %s RSS against a cgroup limit of %s", b2, b3);
-			mt_cmd_size(b2, sizeof(b2), pm->cgroup_current);
+			mt_size_text(b2, sizeof(b2), pm->cgroup_current);
 			printf(" (memory.current %s); %s of heap live at death\n", b2, b1);
 		} else if (pm->have_sample) {
-			mt_cmd_size(b2, sizeof(b2), pm->last_rss);
+			mt_size_text(b2, sizeof(b2), pm->last_rss);
 			printf("    killed at %s RSS (no cgroup limit known); %s of heap live at "
 			       "death\n",
 			       b2, b1);
@@ -255,18 +255,19 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 		printf("    %u mark%s, the last \"%s\"\n", p->in->nmarks,
 		       p->in->nmarks == 1 ? "" : "s", p->in->marks[p->in->nmarks - 1].label);
 	if (m->samples) {
-		mt_cmd_size(b1, sizeof(b1), m->rss_peak);
-		mt_cmd_size(b2, sizeof(b2), m->rss_last);
+		mt_size_text(b1, sizeof(b1), m->rss_peak);
+		mt_size_text(b2, sizeof(b2), m->rss_last);
 		printf("    RSS peak %s, last %s", b1, b2);
 		if (m->pss_peak) {
-			mt_cmd_size(b1, sizeof(b1), m->pss_peak);
+			mt_size_text(b1, sizeof(b1), m->pss_peak);
 			printf("; Pss peak %s", b1);
 		}
 		if (m->private_dirty_last > m->private_dirty_first &&
 		    p->in->origin == MT_ORIGIN_FORK) {
-			mt_cmd_size(b1, sizeof(b1), m->private_dirty_first);
-			mt_cmd_size(b2, sizeof(b2), m->private_dirty_last);
-			mt_cmd_size(b3, sizeof(b3), m->private_dirty_last - m->private_dirty_first);
+			mt_size_text(b1, sizeof(b1), m->private_dirty_first);
+			mt_size_text(b2, sizeof(b2), m->private_dirty_last);
+			mt_size_text(b3, sizeof(b3),
+			             m->private_dirty_last - m->private_dirty_first);
 			printf("; copy-on-write: Private_Dirty %s -> %s (+%s)", b1, b2, b3);
 		}
 		putchar('\n');
@@ -292,10 +293,10 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 		printf("\nprocess %u (ppid %u): %s\n", in->pid, in->ppid, mt_cmd_command(in));
 		switch (in->end) {
 		case MT_END_KILLED:
-			mt_cmd_size(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
+			mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
 			printf("  killed (no exit record): %s live at death", b1);
 			if (p->kind[MT_KIND_MMAP].leaked_bytes) {
-				mt_cmd_size(b1, sizeof(b1), p->kind[MT_KIND_MMAP].leaked_bytes);
+				mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_MMAP].leaked_bytes);
 				printf(", %s mmap", b1);
 			}
 			putchar('\n');
@@ -324,8 +325,8 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 	}
 	if (a->tree.sampled > 1) {
 		char b2[32];
-		mt_cmd_size(b1, sizeof(b1), a->tree.combined_rss_peak);
-		mt_cmd_size(b2, sizeof(b2), a->tree.combined_pss_peak);
+		mt_size_text(b1, sizeof(b1), a->tree.combined_rss_peak);
+		mt_size_text(b2, sizeof(b2), a->tree.combined_pss_peak);
 		printf("\nprocess tree: %u processes, combined peak RSS %s (at %.3f s), Pss %s\n",
 		       a->tree.processes, b1, (double)a->tree.time_ns / 1e9, b2);
 	}
@@ -390,4 +391,3 @@ int mt_cmd_report(int argc, char **argv)
 	mt_analysis_free(a);
 	return status;
 }
-
