@@ -302,6 +302,16 @@ int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instanc
 	return 0;
 }
 
+/* A quiet stretch's snapshot is made at its end: after the marks within it. */
+static int cmp_snapshots(const void *a, const void *b)
+{
+	const struct mt_snapshot *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->until < y->until ? -1 : x->until > y->until;
+}
+
 void mt_timeline_finish(struct mt_timeline *t)
 {
 	for (uint32_t i = 0; i < t->nprocs; i++) {
@@ -309,6 +319,8 @@ void mt_timeline_finish(struct mt_timeline *t)
 		for (unsigned k = 0; p->in && k < MT_KIND_COUNT; k++)
 			if (p->live[k])
 				kind_fill(p, k, p->nbuckets);
+		if (p->nsnaps > 1)
+			qsort(p->snaps, p->nsnaps, sizeof(*p->snaps), cmp_snapshots);
 	}
 }
 

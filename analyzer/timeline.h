@@ -91,7 +91,7 @@ int mt_timeline_record(void *ctx, struct mt_analysis *a, const struct mt_instanc
                        const struct mt_record *rec);
 int mt_timeline_before(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
                        const struct mt_record *rec, uint64_t time);
-/* After the analysis: every bucket written up to each instance's end. */
+/* After the analysis: every bucket written up to each instance's end, snapshots in time order. */
 void mt_timeline_finish(struct mt_timeline *t);
 void mt_timeline_free(struct mt_timeline *t);
 

@@ -84,7 +84,9 @@ async function hoverFrame(page, prefix) {
 async function clickTimeline(page, data, t) {
   const tl = data.processes[0].timeline;
   const end = Math.max(tl.end_ns / 1e9, ...(data.processes[0].samples ? [data.processes[0].samples.t_ns.at(-1) / 1e9] : []), 1e-6);
-  const box = await page.locator('.process[open] .u-over').first().boundingBox();
+  const over = page.locator('.process[open] .u-over').first();
+  await over.scrollIntoViewIfNeeded(); // a hover below may have scrolled it away
+  const box = await over.boundingBox();
   await page.mouse.move(box.x + (box.width * t) / end, box.y + box.height / 2);
   await page.mouse.click(box.x + (box.width * t) / end, box.y + box.height / 2);
   await page.locator('.process[open] button[data-metric=snapshot]:not([hidden])').waitFor();
@@ -163,7 +165,7 @@ async function phases(browser, dir) {
     for (const [j, fn] of ['keep_a', 'keep_b'].entries()) {
       const shown = await page.locator(`.process[open] .flame-graph g[name^="${fn}"]`).count();
       if (!expect[i][j]) {
-        check(shown === 0, `phase ${'ABC'[i]}: ${fn} is shown, though it held nothing then`);
+        check(shown === 0, `phase ${'ABC'[i]}: ${fn} is shown, though it held nothing then (${await text(page, '.process[open] .flame-heading')})`);
         continue;
       }
       const tip = await hoverFrame(page, fn);

@@ -30,9 +30,16 @@ function processPanel(data, proc, report) {
     drawn = true;
     const flame = flamePanel(data, proc, report);
     const timeline = timelinePanel(proc, report, (t) => {
-      // what was live at t: the last snapshot at or before it (the first one before any)
-      let best = proc.snapshots[0];
-      for (const s of proc.snapshots) if (s.t_ns / 1e9 <= t) best = s;
+      // what was live at t: the latest snapshot whose stretch holds t, else the
+      // latest before t (the first one when there is none before)
+      let best = null;
+      let holding = null;
+      for (const s of proc.snapshots) {
+        if (s.t_ns / 1e9 > t) continue;
+        if (!best || s.t_ns >= best.t_ns) best = s;
+        if (t < s.until_ns / 1e9 && (!holding || s.t_ns >= holding.t_ns)) holding = s;
+      }
+      best = holding || best || proc.snapshots[0];
       if (!best) return;
       timeline.pick(best.t_ns / 1e9, Math.max(best.t_ns, best.until_ns) / 1e9);
       const why = best.why === 'mark' ? ', a mark' : best.why === 'failure' ? ', a failed allocation' : '';

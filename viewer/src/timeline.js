@@ -141,9 +141,10 @@ export function timelinePanel(proc, report, onPick) {
       cursor: { drag: { x: false, y: false } },
       hooks: { draw: [(u) => drawEvents(u, events, picked)] },
     }, data, box);
-    plot.over.addEventListener('click', () => {
-      if (plot.cursor.left == null || plot.cursor.left < 0) return;
-      onPick(plot.posToVal(plot.cursor.left, 'x'));
+    // from the click itself: uPlot updates its cursor on the next animation frame
+    plot.over.addEventListener('click', (e) => {
+      const left = e.clientX - plot.over.getBoundingClientRect().left;
+      if (left >= 0) onPick(plot.posToVal(left, 'x'));
     });
   }
 
