@@ -144,3 +144,17 @@ struct mt_stack_row *mt_cmd_ranked(const struct mt_kind_result *k, enum mt_metri
 	*n = kept;
 	return rows;
 }
+
+int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || !arg[0] || v == 0 || v > UINT32_MAX) {
+		fprintf(stderr, "memtrace %s: --top wants a positive number, not %s\n", command,
+		        arg);
+		return -EINVAL;
+	}
+	*top = (unsigned)v;
+	return 0;
+}

@@ -45,5 +45,7 @@ const char *mt_cmd_exit_how(uint32_t how);
  * memory.
  */
 struct mt_stack_row *mt_cmd_ranked(const struct mt_kind_result *k, enum mt_metric m, size_t *n);
+/* --top's argument: a positive number; prints the error and returns -EINVAL otherwise. */
+int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top);
 
 #endif

@@ -68,21 +68,14 @@ static int write_page(FILE *f, json_t *data)
 	return fflush(f) == 0 ? 0 : -errno;
 }
 
-static int parse_args(int argc, char **argv, const char **file, const char **out,
-                      unsigned long *top)
+static int parse_args(int argc, char **argv, const char **file, const char **out, unsigned *top)
 {
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			*out = argv[++i];
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-			char *end;
-			*top = strtoul(argv[++i], &end, 10);
-			if (*end || !argv[i][0] || *top == 0 || *top > UINT32_MAX) {
-				fprintf(stderr,
-				        "memtrace view: --top wants a positive number, not %s\n",
-				        argv[i]);
+			if (mt_cmd_parse_top("view", argv[++i], top) < 0)
 				return MT_EXIT_USAGE;
-			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return -1;
@@ -107,7 +100,7 @@ static int parse_args(int argc, char **argv, const char **file, const char **out
 int mt_cmd_view(int argc, char **argv)
 {
 	const char *file = NULL, *out = NULL;
-	unsigned long top = 10;
+	unsigned top = 10;
 	struct mt_timeline t = {0};
 	struct mt_analysis_hooks hooks = {
 	        .record = mt_timeline_record, .before = mt_timeline_before, .record_ctx = &t};
@@ -130,7 +123,7 @@ int mt_cmd_view(int argc, char **argv)
 	if (status != MT_EXIT_OK)
 		goto out;
 	mt_timeline_finish(&t);
-	data = mt_view_data(a, &t, file, (unsigned)top);
+	data = mt_view_data(a, &t, file, top);
 	if (!data) {
 		fprintf(stderr, "memtrace view: %s: out of memory\n", file);
 		status = MT_EXIT_BAD_TRACE;
