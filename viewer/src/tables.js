@@ -30,15 +30,16 @@ export function stackList(node) {
       el('ol', { class: 'stack', start: FRAMES_SHOWN + 1 }, items.slice(FRAMES_SHOWN))));
 }
 
-function stacksTable(title, stacks, total) {
+// The memory held at a failure is known by stack, not by allocation: no such column there.
+function stacksTable(title, stacks, total, allocations = true) {
   if (!stacks.length) return null;
   return el('div', { class: 'stacks' }, el('h4', null, title),
     el('table', null,
-      el('thead', null, el('tr', null, el('th', null, 'bytes'), el('th', null, 'blocks'), el('th', null, 'allocations'), el('th', null, 'stack (innermost first)'))),
+      el('thead', null, el('tr', null, el('th', null, 'bytes'), el('th', null, 'blocks'), allocations && el('th', null, 'allocations'), el('th', null, 'stack (innermost first)'))),
       el('tbody', null, stacks.map((s) => el('tr', null,
         el('td', { class: 'n', 'data-bytes': s.bytes }, sizeExact(s.bytes)),
         el('td', { class: 'n' }, exact(s.blocks)),
-        el('td', { class: 'n' }, exact(s.allocations)),
+        allocations && el('td', { class: 'n' }, exact(s.allocations)),
         el('td', null, stackList(s.node)))))),
     total > stacks.length ? el('p', { class: 'more' }, `… and ${plural(total - stacks.length, 'more stack')} (memtrace report --top N)`) : null);
 }
@@ -56,7 +57,7 @@ function failure(f) {
         : 'enough in total, but not in one piece (fragmentation, or a caching allocator holding it).'));
   lines.push(el('h5', null, 'asked by'), stackList(f.stack.node));
   if (f.top_stacks.length)
-    lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length));
+    lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length, false));
   return el('div', { class: 'failure' }, lines);
 }
 

@@ -6,7 +6,7 @@
 // whose live set the flame graph then shows.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { el, seconds, size } from './format.js';
+import { el, plural, seconds, size } from './format.js';
 
 const KIND_COLOURS = { host: '#1f77b4', mmap: '#17becf', 'cuda-host': '#8c564b', 'cuda-managed': '#2ca02c' };
 const GPU_COLOURS = ['#9467bd', '#e377c2', '#7f3fbf', '#bcbd22', '#5a2d82', '#d62728', '#393b79', '#637939'];
@@ -27,7 +27,7 @@ function eventsOf(proc, report) {
       events.push({ t: f.time_ns / 1e9, label: `${f.function} of ${size(f.size)} failed`,
                     colour: '#d62728', dash: [], what: 'failure' });
   }
-  return events;
+  return events.sort((a, b) => a.t - b.t);
 }
 
 // Series and aligned data: the buckets' x and the samples' x joined.
@@ -62,6 +62,7 @@ function seriesOf(proc) {
   for (const ser of series.slice(1)) {
     ser.value = (u, v) => (v == null ? '' : size(v));
     ser.spanGaps = true;
+    ser.points = { show: false }; // points are where values change, not samples
   }
   return { series, data: tables.length === 1 ? tables[0] : uPlot.join(tables) };
 }
@@ -74,7 +75,10 @@ function drawEvents(u, events, picked) {
   ctx.save();
   ctx.font = `${11 * devicePixelRatio}px sans-serif`;
   ctx.textBaseline = 'top';
-  let labelRow = 0;
+  // labels on up to four rows, each placed on the first row where it does not
+  // run into the one before; one that fits nowhere is left out (its line stays)
+  const rowEnds = [-Infinity, -Infinity, -Infinity, -Infinity];
+  const gap = 6 * devicePixelRatio;
   for (const e of events) {
     const x = u.valToPos(e.t, 'x', true);
     if (x < u.bbox.left - 1 || x > u.bbox.left + u.bbox.width + 1) continue;
@@ -93,10 +97,15 @@ function drawEvents(u, events, picked) {
       ctx.lineTo(x, bottom);
       ctx.stroke();
     }
-    // labels on four staggered rows, so that close events stay readable
     const text = e.label.length > 28 ? `${e.label.slice(0, 27)}…` : e.label;
+    const width = ctx.measureText(text).width;
+    // right of the line, or left of it near the right edge
+    const left = x + 3 * devicePixelRatio + width > u.bbox.left + u.bbox.width ? x - 3 * devicePixelRatio - width : x + 3 * devicePixelRatio;
+    const row = rowEnds.findIndex((end) => left > end + gap);
+    if (row < 0) continue;
+    rowEnds[row] = left + width;
     ctx.setLineDash([]);
-    ctx.fillText(text, x + 3 * devicePixelRatio, top + (2 + 13 * (labelRow++ % 4)) * devicePixelRatio);
+    ctx.fillText(text, left, top + (2 + 13 * row) * devicePixelRatio);
   }
   if (picked) {
     // the stretch of time the flame graph's live set holds for
@@ -121,6 +130,9 @@ export function timelinePanel(proc, report, onPick) {
     return { element: section, draw() {}, pick() {} };
   }
   const events = eventsOf(proc, report);
+  // every event as text too: a label that does not fit on the chart is still here
+  section.append(el('details', { class: 'events' }, el('summary', null, `${plural(events.length, 'event')} on the timeline`),
+    el('ul', null, events.map((e) => el('li', null, `${seconds(e.t * 1e9)}: ${e.what} `, el('strong', null, e.label))))));
   let picked = null;
   let plot = null;
   const { series, data } = seriesOf(proc);
