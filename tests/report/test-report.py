@@ -284,12 +284,17 @@ def test_check_exit_statuses():
     data[4096] ^= 0xff  # the first chunk's magic
     with open(corrupt, "wb") as f:
         f.write(data)
-    for cmd in [["check"], ["report"], ["report", "--json"], ["flamegraph"]]:
+    page = os.path.join(d, "corrupt.html")
+    commands = [["check"], ["report"], ["report", "--json"], ["flamegraph"]]
+    if run([BIN, "view", "--help"]).returncode == 0:  # built with the viewer
+        commands.append(["view", "-o", page])
+    for cmd in commands:
         r = run([BIN, *cmd, corrupt])
         err = r.stderr.decode().strip()
         check(r.returncode == 2, f"{cmd} on a corrupt trace exits {r.returncode}")
         check(re.fullmatch(rf"memtrace: {re.escape(corrupt)}: byte 4096 \(0x1000\): .+", err),
               f"{cmd}: not one line with the offset: {err!r}")
+    check(not os.path.exists(page), "view wrote a page for a corrupt trace")
     shutil.rmtree(d)
 
 
