@@ -400,34 +400,76 @@ static const char *why_name(enum mt_snapshot_why why)
 	}
 }
 
-static json_t *snapshot_kind_json(struct builder *b, const struct mt_snapshot_kind *sk)
-{
-	struct columns c = {0};
-	json_t *o = NULL;
-	size_t n = sk->nrows;
+/* A node's bytes and blocks in a snapshot: stacks that read the same are one node. */
+struct held {
+	uint64_t bytes, blocks;
+};
 
-	if (columns_alloc(&c, n + 1) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			c.si[i] = sk->rows[i].stack_instance;
-			c.st[i] = sk->rows[i].stack;
-			c.value[i] = sk->rows[i].bytes;
-			c.blocks[i] = sk->rows[i].blocks;
-		}
-		o = flame_json(b, c.si, c.st, c.value, c.blocks, n, n);
+static int append_row(json_t *rows, uint64_t node, uint64_t bytes, uint64_t blocks)
+{
+	return json_array_append_new(rows, json_integer((json_int_t)node)) < 0 ||
+	                       json_array_append_new(rows, mt_json_u64(bytes)) < 0 ||
+	                       json_array_append_new(rows, mt_json_u64(blocks)) < 0
+	               ? -ENOMEM
+	               : 0;
+}
+
+/*
+ * One kind of a snapshot as the change from the one before (*prev, empty
+ * for the first, replaced by this one's nodes): the nodes whose bytes or
+ * blocks differ, and 0, 0 for a node no longer there. Consecutive snapshots
+ * differ in a few stacks.
+ */
+static json_t *snapshot_kind_json(struct builder *b, const struct mt_snapshot_kind *sk,
+                                  struct mt_map *prev)
+{
+	struct mt_map now;
+	json_t *o = json_object(), *rows = json_array();
+	uint64_t node;
+	void *v;
+	bool created;
+
+	mt_map_init(&now, sizeof(struct held));
+	if (!o || !rows)
+		goto fail;
+	for (uint32_t i = 0; i < sk->nrows; i++) {
+		int64_t n = node_of(b, sk->rows[i].stack_instance, sk->rows[i].stack);
+		struct held *h = n < 0 ? NULL : mt_map_put(&now, (uint64_t)n, &created);
+		if (!h)
+			goto fail;
+		h->bytes += sk->rows[i].bytes;
+		h->blocks += sk->rows[i].blocks;
 	}
-	columns_free(&c);
-	if (o) {
-		json_object_set_new(o, "cut_stacks", mt_json_u64(sk->rest_stacks));
-		json_object_set_new(o, "cut_value", mt_json_u64(sk->rest_bytes));
-		json_object_set_new(o, "cut_blocks", mt_json_u64(sk->rest_blocks));
+	for (size_t i = 0; mt_map_next(&now, &i, &node, &v);) {
+		const struct held *h = v, *p = mt_map_get(prev, node);
+		if ((!p || p->bytes != h->bytes || p->blocks != h->blocks) &&
+		    append_row(rows, node, h->bytes, h->blocks) < 0)
+			goto fail;
 	}
+	for (size_t i = 0; mt_map_next(prev, &i, &node, &v);)
+		if (!mt_map_get(&now, node) && append_row(rows, node, 0, 0) < 0)
+			goto fail;
+	mt_map_free(prev);
+	*prev = now;
+	json_object_set_new(o, "rows", rows);
+	json_object_set_new(o, "cut_stacks", mt_json_u64(sk->rest_stacks));
+	json_object_set_new(o, "cut_value", mt_json_u64(sk->rest_bytes));
+	json_object_set_new(o, "cut_blocks", mt_json_u64(sk->rest_blocks));
 	return o;
+fail:
+	mt_map_free(&now);
+	json_decref(rows);
+	json_decref(o);
+	return NULL;
 }
 
 static json_t *snapshots_json(struct builder *b, const struct mt_timeline_proc *tp)
 {
 	json_t *arr = json_array();
+	struct mt_map prev[MT_KIND_COUNT];
 
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		mt_map_init(&prev[k], sizeof(struct held));
 	for (uint32_t i = 0; arr && i < tp->nsnaps; i++) {
 		const struct mt_snapshot *s = &tp->snaps[i];
 		json_t *o = json_object(), *kinds = json_object();
@@ -445,15 +487,19 @@ static json_t *snapshots_json(struct builder *b, const struct mt_timeline_proc *
 			json_t *ko;
 			if (!mt_kind_shown(tp->in, k))
 				continue;
-			ko = snapshot_kind_json(b, &s->kind[k]);
+			ko = snapshot_kind_json(b, &s->kind[k], &prev[k]);
 			if (!ko || json_object_set_new(kinds, mt_kind_name(k), ko) < 0)
 				goto fail;
 		}
 	}
-	return arr;
+	goto out;
 fail:
 	json_decref(arr);
-	return NULL;
+	arr = NULL;
+out:
+	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
+		mt_map_free(&prev[k]);
+	return arr;
 }
 
 static json_t *process_json(struct builder *b, const struct mt_process_result *p,

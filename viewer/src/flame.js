@@ -48,6 +48,28 @@ export function buildTree(data, flame, rootName) {
   return root;
 }
 
+// The live set of snapshot i: each snapshot is written as its change from
+// the one before (a node's new bytes and blocks; 0, 0 when it is gone).
+export function liveSetAt(snapshots, i) {
+  const held = {};
+  for (let j = 0; j <= i; j++) {
+    for (const [kind, change] of Object.entries(snapshots[j].kinds)) {
+      const m = held[kind] || (held[kind] = new Map());
+      const r = change.rows;
+      for (let n = 0; n < r.length; n += 3) {
+        if (r[n + 1] === 0 && r[n + 2] === 0) m.delete(r[n]);
+        else m.set(r[n], [r[n + 1], r[n + 2]]);
+      }
+    }
+  }
+  const kinds = {};
+  for (const [kind, m] of Object.entries(held)) {
+    const { cut_stacks, cut_value, cut_blocks } = snapshots[i].kinds[kind];
+    kinds[kind] = { rows: [...m].flatMap(([node, [v, b]]) => [node, v, b]), cut_stacks, cut_value, cut_blocks };
+  }
+  return { ...snapshots[i], kinds };
+}
+
 function describe(d, unit, rootValue) {
   const v = d.data.value;
   const share = rootValue ? ` (${((100 * v) / rootValue).toFixed(1)}%)` : '';

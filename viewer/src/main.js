@@ -5,7 +5,7 @@
 // is drawn when it is first opened, so a tree of many processes opens fast.
 import './page.css';
 import { el, exact, plural, seconds, size } from './format.js';
-import { flamePanel } from './flame.js';
+import { flamePanel, liveSetAt } from './flame.js';
 import { timelinePanel } from './timeline.js';
 import { diagnosisSection, kindSection, useTree } from './tables.js';
 
@@ -32,15 +32,17 @@ function processPanel(data, proc, report) {
     const timeline = timelinePanel(proc, report, (t) => {
       // what was live at t: the latest snapshot whose stretch holds t, else the
       // latest before t (the first one when there is none before)
-      let best = null;
-      let holding = null;
-      for (const s of proc.snapshots) {
-        if (s.t_ns / 1e9 > t) continue;
-        if (!best || s.t_ns >= best.t_ns) best = s;
-        if (t < s.until_ns / 1e9 && (!holding || s.t_ns >= holding.t_ns)) holding = s;
-      }
-      best = holding || best || proc.snapshots[0];
-      if (!best) return;
+      const snaps = proc.snapshots;
+      let at = -1;
+      let holding = -1;
+      snaps.forEach((s, i) => {
+        if (s.t_ns / 1e9 > t) return;
+        if (at < 0 || s.t_ns >= snaps[at].t_ns) at = i;
+        if (t < s.until_ns / 1e9 && (holding < 0 || s.t_ns >= snaps[holding].t_ns)) holding = i;
+      });
+      at = holding >= 0 ? holding : at >= 0 ? at : 0;
+      if (!snaps.length) return;
+      const best = liveSetAt(snaps, at);
       timeline.pick(best.t_ns / 1e9, Math.max(best.t_ns, best.until_ns) / 1e9);
       const why = best.why === 'mark' ? ', a mark' : best.why === 'failure' ? ', a failed allocation' : '';
       const clicked = seconds(t * 1e9);
