@@ -430,22 +430,22 @@ const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instanc
 /* ---- the tree ---- */
 
 struct tree_event {
-	uint64_t slot;
 	uint64_t ns;
 	uint32_t proc;
-	bool end; /* the process is gone from this slot on */
+	bool end; /* the process is gone from this moment on */
 	uint64_t rss, pss;
 };
 
+/* By time; a process's last sample before its end at the same moment. */
 static int cmp_event(const void *a, const void *b)
 {
 	const struct tree_event *x = a, *y = b;
 
-	if (x->slot != y->slot)
-		return x->slot < y->slot ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
 	if (x->end != y->end)
-		return x->end ? -1 : 1;
-	return x->ns < y->ns ? -1 : x->ns > y->ns;
+		return x->end ? 1 : -1;
+	return x->proc < y->proc ? -1 : x->proc > y->proc;
 }
 
 int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
@@ -482,38 +482,26 @@ int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, u
 		uint64_t end_ns;
 		if (!in->nsamples)
 			continue;
-		for (uint64_t j = 0; j < in->nsamples; j++) {
-			uint64_t ns = mt_clock_ns(fit, in->samples[j].time);
-			ev[nev++] = (struct tree_event){ns / MT_TREE_SLOT_NS,
-			                                ns,
-			                                i,
-			                                false,
-			                                in->samples[j].values[MT_SAMPLE_RSS],
+		for (uint64_t j = 0; j < in->nsamples; j++)
+			ev[nev++] = (struct tree_event){mt_clock_ns(fit, in->samples[j].time), i,
+			                                false, in->samples[j].values[MT_SAMPLE_RSS],
 			                                in->samples[j].values[MT_SAMPLE_PSS]};
-		}
-		/* a process counts until the slot of its last record */
+		/* a process counts until its last record */
 		end_ns = mt_clock_ns(fit, in->end_time);
-		ev[nev++] =
-		        (struct tree_event){end_ns / MT_TREE_SLOT_NS + 1, end_ns, i, true, 0, 0};
+		ev[nev++] = (struct tree_event){end_ns, i, true, 0, 0};
 	}
 	qsort(ev, nev, sizeof(*ev), cmp_event);
-	for (uint64_t i = 0; i < nev;) {
-		uint64_t slot = ev[i].slot, last_ns = ev[i].ns;
-		for (; i < nev && ev[i].slot == slot; i++) {
-			const struct tree_event *e = &ev[i];
-			rss -= cur_rss[e->proc];
-			pss -= cur_pss[e->proc];
-			cur_rss[e->proc] = e->end ? 0 : e->rss;
-			cur_pss[e->proc] = e->end ? 0 : e->pss;
-			rss += cur_rss[e->proc];
-			pss += cur_pss[e->proc];
-			if (!e->end)
-				last_ns = e->ns;
-		}
+	for (uint64_t i = 0; i < nev; i++) {
+		const struct tree_event *e = &ev[i];
+		rss -= cur_rss[e->proc];
+		pss -= cur_pss[e->proc];
+		cur_rss[e->proc] = e->end ? 0 : e->rss;
+		cur_pss[e->proc] = e->end ? 0 : e->pss;
+		rss += cur_rss[e->proc];
+		pss += cur_pss[e->proc];
 		if (rss > t->combined_rss_peak) {
 			t->combined_rss_peak = rss;
-			t->time_ns =
-			        origin != UINT64_MAX && last_ns > origin ? last_ns - origin : 0;
+			t->time_ns = origin != UINT64_MAX && e->ns > origin ? e->ns - origin : 0;
 		}
 		if (pss > t->combined_pss_peak)
 			t->combined_pss_peak = pss;

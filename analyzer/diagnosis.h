@@ -104,8 +104,12 @@ struct mt_diagnosis {
 	struct mt_mmap_threshold mmap_threshold;
 };
 
-/* The tree of processes: the sum of every process's latest sample per 10 ms slot. */
-#define MT_TREE_SLOT_NS 10000000ull
+/*
+ * The tree of processes: at each sample of any of them, the sum of every
+ * process's latest sample, a process counting from its first sample to its
+ * last record. So a worker that exits no longer counts once the others'
+ * samples show the pages it shared with them as theirs alone.
+ */
 struct mt_tree {
 	uint32_t processes;         /* instances in the trace */
 	uint32_t sampled;           /* of them, with samples */

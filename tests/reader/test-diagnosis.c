@@ -248,8 +248,9 @@ static void test_mmap_threshold(void)
 }
 
 /*
- * A parent and a forked worker: the tree's peak is the sum of each one's
- * latest sample in the same 10 ms slot; the worker's Private_Dirty grows.
+ * A parent and a forked worker: the tree's peak is the largest sum of each
+ * one's latest sample, at any sample, the worker counted until its exit; the
+ * worker's Private_Dirty grows.
  */
 static void test_tree(void)
 {
@@ -276,11 +277,11 @@ static void test_tree(void)
 	a = analyze(&b, "tree");
 	if (!a)
 		return;
-	/* slot 2 (20-30 ms): 110 + 55; slot 3: 120 + 70 = 190 at 31 ms; Pss peaks in slot 2: 80 + 35 */
+	/* RSS: 120 (32 ms) + 70 (31 ms) = 190 at 32 ms; Pss: 80 (22 ms) + 45 (31 ms) = 125 at 31 ms */
 	CHECK_EQ(a->tree.processes, 2);
 	CHECK_EQ(a->tree.sampled, 2);
 	CHECK_EQ(a->tree.combined_rss_peak, 190 * MiB);
-	CHECK_EQ(a->tree.combined_pss_peak, 115 * MiB);
+	CHECK_EQ(a->tree.combined_pss_peak, 125 * MiB);
 	CHECK_EQ(a->tree.time_ns, 32 * MS - 5 * MS);
 	CHECK_EQ(a->procs[1].diag.mem.private_dirty_first, 2 * MiB);
 	CHECK_EQ(a->procs[1].diag.mem.private_dirty_last, 22 * MiB);

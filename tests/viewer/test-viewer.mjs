@@ -9,10 +9,11 @@
 //   phases PROGRAM         tests/viewer/programs/phases: a click shows the live set then
 //   hostile PROGRAM        tests/viewer/programs/hostile-names: names shown as text
 //   gpu-standin PROGRAM    samples/caching-allocator against the stand-in libcudart
-// Environment: MEMTRACE_BIN, VIEWER_DIR (viewer/, with node_modules),
-// SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+//   post-mortem PROGRAM    samples/cgroup-oom killed by the OOM killer in a 64 MiB cgroup
+// Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
+// node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,8 +44,16 @@ function traceAndView(dir, name, argv, env = {}) {
   const html = join(dir, `${name}.html`);
   execFileSync(BIN, ['run', '-o', trace, '--', ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync(BIN, ['view', '-o', html, trace], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const report = JSON.parse(execFileSync(BIN, ['report', '--json', trace], { maxBuffer: 1 << 28 }));
+  const report = JSON.parse(execFileSync(BIN, ['report', '--json', '--top', '10', trace], { maxBuffer: 1 << 28 }));
   console.log(`${name}: page ${statSync(html).size} bytes`);
+  return { report, html, data: pageData(html) };
+}
+
+// Writes the page of an existing trace; the report and the page's path.
+function view(dir, name, trace) {
+  const html = join(dir, `${name}.html`);
+  execFileSync(BIN, ['view', '-o', html, trace], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const report = JSON.parse(execFileSync(BIN, ['report', '--json', '--top', '10', trace], { maxBuffer: 1 << 28 }));
   return { report, html, data: pageData(html) };
 }
 
@@ -225,9 +234,80 @@ async function gpuStandin(browser, dir) {
   await page.close();
 }
 
-const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin };
+// A new memory cgroup with a limit (v2 memory.max where the unified hierarchy
+// has the memory controller, else v1); null where none can be made.
+function memoryCgroup(limit) {
+  const name = `memtrace-viewer-test-${process.pid}`;
+  const v2 = '/sys/fs/cgroup';
+  const candidates = [];
+  try {
+    if (readFileSync(join(v2, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory'))
+      candidates.push([v2, 'memory.max']);
+  } catch { /* no unified hierarchy */ }
+  if (existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes'))
+    candidates.push(['/sys/fs/cgroup/memory', 'memory.limit_in_bytes']);
+  for (const [root, file] of candidates) {
+    const path = join(root, name);
+    try {
+      mkdirSync(path);
+      writeFileSync(join(path, file), String(limit));
+      return path;
+    } catch {
+      try { rmdirSync(path); } catch { /* not made */ }
+    }
+  }
+  return null;
+}
+
+async function postMortem(browser, dir) {
+  const LIMIT = 64 * MIB;
+  const group = memoryCgroup(LIMIT);
+  check(group, 'no memory cgroup could be made (this test needs root and a memory controller)');
+  if (!group) return;
+  const trace = join(dir, 'oom.trace');
+  let run;
+  try {
+    // the shell joins the group, then becomes the program, traced (the shell is not)
+    run = spawnSync('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && LD_PRELOAD="$2" MEMTRACE_OUTPUT="$3" exec "$1"',
+      group, programs[0], process.env.MEMTRACE_LIB, trace], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120000 });
+  } finally {
+    rmdirSync(group);
+  }
+  check(run.signal === 'SIGKILL', `cgroup-oom ended by ${run.signal || run.status}, not the OOM killer's SIGKILL`);
+  const { report, html, data } = view(dir, 'oom', trace);
+  const proc = report.processes[0];
+  const pm = proc.diagnosis.post_mortem;
+  check(proc.end === 'killed' && pm && pm.cgroup_max === LIMIT, `the report's post-mortem: ${JSON.stringify(pm)}`);
+  const { page, errors } = await open(browser, html);
+  await checkFigures(page, proc);
+  const diag = await text(page, '.process[open] .diagnosis');
+  check(diag.includes('Killed.') && diag.includes('against a cgroup limit of 64.0 MiB'), `the diagnosis does not tell the kill: "${diag}"`);
+  const title = await text(page, '.process[open] .facts');
+  check(title.includes('killed (no exit record)'), `the process is not shown killed: "${title}"`);
+  // the limit is near what was used: the cgroup's use and limit are drawn, the limit at 64 MiB
+  const limits = data.processes[0].samples.cgroup_max;
+  check(limits.length && limits.every((v) => v === LIMIT), 'the samples do not carry the 64 MiB limit');
+  const legend = await page.locator('.process[open] .u-legend .u-series').allTextContents();
+  const off = await page.locator('.process[open] .u-legend .u-series.u-off').allTextContents();
+  check(legend.some((l) => l.includes('cgroup limit')) && !off.some((l) => l.includes('cgroup')),
+    `the cgroup's use and limit are not both drawn: legend ${legend}, off ${off}`);
+  // what was live at death is the leak flame graph's whole
+  await page.locator('.process[open] button[data-metric=leaked]').click();
+  const heading = await text(page, '.process[open] .flame-heading');
+  const host = proc.memories.host;
+  check(heading.includes('live at death') && heading.includes(`${exact(host.leaked_bytes)} bytes`),
+    `the leak flame graph's heading "${heading}" is not the ${host.leaked_bytes} bytes live at death`);
+  const resp = await hoverFrame(page, 'build_response');
+  const k = Math.floor(host.leaked_bytes / MIB);
+  check(resp.includes(`${exact(k * MIB)} bytes`), `build_response holds "${resp}" at death, not ${k} MiB`);
+  await page.screenshot({ path: join(SHOTS, 'post-mortem.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

@@ -8,6 +8,7 @@
 import flamegraph, { tooltip } from 'd3-flame-graph';
 import { select } from 'd3-selection';
 import { el, exact, size, plural } from './format.js';
+import { leakWord } from './tables.js';
 
 // The tree of one flame graph. `unit` is 'bytes' or 'allocations'.
 export function buildTree(data, flame, rootName) {
@@ -138,7 +139,7 @@ export function flamePanel(data, proc, report) {
   const details = el('p', { class: 'flame-details' }, 'Hover over a frame for its bytes and blocks; click it to zoom.');
   const graph = el('div', { class: 'flame-graph' });
   const flame = new Flame(graph, details);
-  const metricNames = { peak: 'at the peak', leaked: 'leaked', allocated: 'all allocations', temporary: 'temporary allocations' };
+  const metricNames = { peak: 'at the peak', leaked: leakWord(report.end), allocated: 'all allocations', temporary: 'temporary allocations' };
   const metricButtons = {};
   const kindSelect = el('select', { 'aria-label': 'memory kind',
     onchange: () => { state.kind = kindSelect.value; draw(); } },
@@ -169,7 +170,7 @@ export function flamePanel(data, proc, report) {
       flameData = kindData[state.metric];
       const mem = report.memories[state.kind];
       if (state.metric === 'peak') heading.textContent = `${state.kind} at its peak: ${size(mem.peak_bytes)} (${exact(mem.peak_bytes)} bytes) in ${plural(mem.peak_blocks, 'block')}`;
-      else if (state.metric === 'leaked') heading.textContent = `${state.kind} ${report.end === 'exit' ? 'leaked' : 'live at the end'}: ${size(mem.leaked_bytes)} (${exact(mem.leaked_bytes)} bytes) in ${plural(mem.leaked_blocks, 'block')}`;
+      else if (state.metric === 'leaked') heading.textContent = `${state.kind} ${leakWord(report.end)}: ${size(mem.leaked_bytes)} (${exact(mem.leaked_bytes)} bytes) in ${plural(mem.leaked_blocks, 'block')}`;
       else if (state.metric === 'allocated') heading.textContent = `${state.kind}, every allocation: ${size(mem.bytes_allocated)} (${exact(mem.bytes_allocated)} bytes) in ${plural(mem.allocations, 'allocation')}`;
       else {
         unit = 'allocations';

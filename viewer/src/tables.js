@@ -61,8 +61,13 @@ function failure(f) {
   return el('div', { class: 'failure' }, lines);
 }
 
+// What the memory live at the end of a process is, by how it ended (as the text report says).
+export function leakWord(end) {
+  return { exit: 'leaked', exec: 'live at the exec', killed: 'live at death' }[end] || 'live when tracing stopped';
+}
+
 export function kindSection(kind, mem, end) {
-  const leakedWord = end === 'exit' ? 'leaked' : end === 'exec' ? 'live at the exec' : 'live at the end';
+  const leakedWord = leakWord(end);
   const figures = [
     ['peak', sizeExact(mem.peak_bytes), `${plural(mem.peak_blocks, 'block')} at ${seconds(mem.peak_time_ns)}`],
     [leakedWord, sizeExact(mem.leaked_bytes), plural(mem.leaked_blocks, 'block')],
