@@ -87,10 +87,6 @@ static int kind_changed(struct mt_timeline_proc *p, const struct mt_instance *in
  * on top, to be pushed out into the rest), so a walk over many stacks costs
  * O(stacks log MT_SNAPSHOT_STACKS).
  */
-struct snap_build {
-	struct mt_snapshot *s;
-};
-
 static bool smaller(const struct mt_snapshot_row *x, const struct mt_snapshot_row *y)
 {
 	if (x->bytes != y->bytes)
@@ -137,8 +133,8 @@ static void add_to_rest(struct mt_snapshot_kind *sk, const struct mt_snapshot_ro
 
 static int collect(void *ctx, const struct mt_stack_stats *st)
 {
-	struct snap_build *sb = ctx;
-	struct mt_snapshot_kind *sk = &sb->s->kind[st->kind];
+	struct mt_snapshot *s = ctx;
+	struct mt_snapshot_kind *sk = &s->kind[st->kind];
 	struct mt_snapshot_row row = {st->stack, st->stack_instance, st->live_bytes,
 	                              st->live_blocks};
 
@@ -176,26 +172,26 @@ static void snapshot_free(struct mt_snapshot *s)
 static int snapshot(struct mt_timeline_proc *p, struct mt_analysis *a, const struct mt_instance *in,
                     uint64_t time, uint64_t until, enum mt_snapshot_why why)
 {
-	struct snap_build sb;
+	struct mt_snapshot *s;
 	int r;
 
 	if (p->nsnaps == MT_SNAPSHOTS_MAX)
 		return 0;
 	if (!p->snaps && !(p->snaps = calloc(MT_SNAPSHOTS_MAX, sizeof(*p->snaps))))
 		return -ENOMEM;
-	sb.s = &p->snaps[p->nsnaps];
-	r = mt_replay_foreach_stack(a->replay, in, collect, &sb);
+	s = &p->snaps[p->nsnaps];
+	r = mt_replay_foreach_stack(a->replay, in, collect, s);
 	if (r < 0) {
-		snapshot_free(sb.s);
+		snapshot_free(s);
 		return r;
 	}
 	for (unsigned k = 0; k < MT_KIND_COUNT; k++)
-		if (sb.s->kind[k].nrows > 1)
-			qsort(sb.s->kind[k].rows, sb.s->kind[k].nrows,
-			      sizeof(struct mt_snapshot_row), cmp_rows);
-	sb.s->time = time;
-	sb.s->until = until;
-	sb.s->why = why;
+		if (s->kind[k].nrows > 1)
+			qsort(s->kind[k].rows, s->kind[k].nrows, sizeof(struct mt_snapshot_row),
+			      cmp_rows);
+	s->time = time;
+	s->until = until;
+	s->why = why;
 	p->nsnaps++;
 	return 0;
 }
@@ -270,11 +266,11 @@ int mt_timeline_before(void *ctx, struct mt_analysis *a, const struct mt_instanc
 	if (!(p = proc_of(ctx, a, in, time, &r)))
 		return r;
 	/* a stretch with no event, wide enough to be clicked on: its live set is the one now */
-	quiet = p->events && time - p->last_event >= p->width * p->nbuckets / MT_QUIET_FRACTION;
+	quiet = p->had_event && time - p->last_event >= p->width * p->nbuckets / MT_QUIET_FRACTION;
 	if (quiet)
 		r = snapshot(p, a, in, p->last_event, time, MT_SNAPSHOT_TIME);
 	p->last_event = time;
-	p->events++;
+	p->had_event = true;
 	if (r < 0 || p->next_even > p->neven || time < (at = even_time(p, p->next_even)))
 		return r;
 	/* the moments this event is at or after all had the live set as it is now */

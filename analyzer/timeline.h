@@ -28,6 +28,7 @@
 #ifndef MEMTRACE_ANALYZER_TIMELINE_H
 #define MEMTRACE_ANALYZER_TIMELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analysis.h"
@@ -77,7 +78,7 @@ struct mt_timeline_proc {
 	uint32_t nsnaps;
 	uint32_t neven;     /* evenly spaced snapshots to take */
 	uint32_t next_even; /* the next one, 1..neven */
-	uint64_t events;    /* seen so far, and the time of the last */
+	bool had_event;     /* an event was seen; the time of the last: */
 	uint64_t last_event;
 };
 

@@ -149,61 +149,14 @@ static int report_nodes(struct builder *b, json_t *j)
 
 /* ---- flame graphs ---- */
 
-/* A list of rows as the page reads it, with what was cut; NULL without memory. */
-static json_t *flame_json(struct builder *b, uint32_t *si, uint32_t *st, uint64_t *value,
-                          uint64_t *blocks, size_t n, size_t keep)
+/* A row of a flame graph as the page reads it: node, value, blocks. */
+static int append_row(json_t *rows, uint64_t node, uint64_t bytes, uint64_t blocks)
 {
-	json_t *o = json_object(), *rows = json_array();
-	uint64_t cut_value = 0, cut_blocks = 0;
-
-	if (!o || !rows)
-		goto fail;
-	for (size_t i = 0; i < n; i++) {
-		int64_t node;
-		if (i >= keep) {
-			cut_value += value[i];
-			cut_blocks += blocks[i];
-			continue;
-		}
-		if ((node = node_of(b, si[i], st[i])) < 0 ||
-		    json_array_append_new(rows, json_integer(node)) < 0 ||
-		    json_array_append_new(rows, mt_json_u64(value[i])) < 0 ||
-		    json_array_append_new(rows, mt_json_u64(blocks[i])) < 0)
-			goto fail;
-	}
-	json_object_set_new(o, "rows", rows);
-	json_object_set_new(o, "cut_stacks", mt_json_u64(n > keep ? n - keep : 0));
-	json_object_set_new(o, "cut_value", mt_json_u64(cut_value));
-	json_object_set_new(o, "cut_blocks", mt_json_u64(cut_blocks));
-	return o;
-fail:
-	json_decref(rows);
-	json_decref(o);
-	return NULL;
-}
-
-/* Columns of ranked rows, for flame_json. */
-struct columns {
-	uint32_t *si, *st;
-	uint64_t *value, *blocks;
-};
-
-static int columns_alloc(struct columns *c, size_t n)
-{
-	n = n ? n : 1;
-	c->si = malloc(n * sizeof(*c->si));
-	c->st = malloc(n * sizeof(*c->st));
-	c->value = malloc(n * sizeof(*c->value));
-	c->blocks = malloc(n * sizeof(*c->blocks));
-	return c->si && c->st && c->value && c->blocks ? 0 : -ENOMEM;
-}
-
-static void columns_free(struct columns *c)
-{
-	free(c->si);
-	free(c->st);
-	free(c->value);
-	free(c->blocks);
+	return json_array_append_new(rows, json_integer((json_int_t)node)) < 0 ||
+	                       json_array_append_new(rows, mt_json_u64(bytes)) < 0 ||
+	                       json_array_append_new(rows, mt_json_u64(blocks)) < 0
+	               ? -ENOMEM
+	               : 0;
 }
 
 /* The blocks that go with a metric's value: blocks for bytes, the count itself for counts. */
@@ -221,27 +174,42 @@ static uint64_t row_blocks(const struct mt_stack_row *r, enum mt_metric m)
 	}
 }
 
+/* One flame graph: its MT_VIEW_FLAME_STACKS largest stacks and what the rest add up to. */
 static json_t *metric_json(struct builder *b, const struct mt_kind_result *k, enum mt_metric m)
 {
 	size_t n;
-	struct mt_stack_row *rows = mt_cmd_ranked(k, m, &n);
-	struct columns c = {0};
-	json_t *o = NULL;
+	struct mt_stack_row *ranked = mt_cmd_ranked(k, m, &n);
+	json_t *o = json_object(), *rows = json_array();
+	uint64_t cut_value = 0, cut_blocks = 0;
 
-	if (rows && columns_alloc(&c, n) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			c.si[i] = rows[i].stack_instance;
-			c.st[i] = rows[i].stack;
-			c.value[i] = mt_stack_row_value(&rows[i], m);
-			c.blocks[i] = row_blocks(&rows[i], m);
+	if (!ranked || !o || !rows)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t value = mt_stack_row_value(&ranked[i], m),
+		         blocks = row_blocks(&ranked[i], m);
+		int64_t node;
+		if (i >= MT_VIEW_FLAME_STACKS) {
+			cut_value += value;
+			cut_blocks += blocks;
+			continue;
 		}
-		o = flame_json(b, c.si, c.st, c.value, c.blocks, n, MT_VIEW_FLAME_STACKS);
-		if (o)
-			json_object_set_new(o, "total", mt_json_u64(mt_kind_result_total(k, m)));
+		node = node_of(b, ranked[i].stack_instance, ranked[i].stack);
+		if (node < 0 || append_row(rows, (uint64_t)node, value, blocks) < 0)
+			goto fail;
 	}
-	columns_free(&c);
-	free(rows);
+	free(ranked);
+	json_object_set_new(o, "rows", rows);
+	json_object_set_new(o, "total", mt_json_u64(mt_kind_result_total(k, m)));
+	json_object_set_new(o, "cut_stacks",
+	                    mt_json_u64(n > MT_VIEW_FLAME_STACKS ? n - MT_VIEW_FLAME_STACKS : 0));
+	json_object_set_new(o, "cut_value", mt_json_u64(cut_value));
+	json_object_set_new(o, "cut_blocks", mt_json_u64(cut_blocks));
 	return o;
+fail:
+	free(ranked);
+	json_decref(rows);
+	json_decref(o);
+	return NULL;
 }
 
 static const enum mt_metric flame_metrics[] = {MT_METRIC_PEAK, MT_METRIC_LEAKED,
@@ -404,15 +372,6 @@ static const char *why_name(enum mt_snapshot_why why)
 struct held {
 	uint64_t bytes, blocks;
 };
-
-static int append_row(json_t *rows, uint64_t node, uint64_t bytes, uint64_t blocks)
-{
-	return json_array_append_new(rows, json_integer((json_int_t)node)) < 0 ||
-	                       json_array_append_new(rows, mt_json_u64(bytes)) < 0 ||
-	                       json_array_append_new(rows, mt_json_u64(blocks)) < 0
-	               ? -ENOMEM
-	               : 0;
-}
 
 /*
  * One kind of a snapshot as the change from the one before (*prev, empty
