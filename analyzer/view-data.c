@@ -199,6 +199,8 @@ static json_t *metric_json(struct builder *b, const struct mt_kind_result *k, en
 	}
 	free(ranked);
 	json_object_set_new(o, "rows", rows);
+	json_object_set_new(o, "kept_stacks",
+	                    mt_json_u64(n < MT_VIEW_FLAME_STACKS ? n : MT_VIEW_FLAME_STACKS));
 	json_object_set_new(o, "total", mt_json_u64(mt_kind_result_total(k, m)));
 	json_object_set_new(o, "cut_stacks",
 	                    mt_json_u64(n > MT_VIEW_FLAME_STACKS ? n - MT_VIEW_FLAME_STACKS : 0));
@@ -411,6 +413,7 @@ static json_t *snapshot_kind_json(struct builder *b, const struct mt_snapshot_ki
 	mt_map_free(prev);
 	*prev = now;
 	json_object_set_new(o, "rows", rows);
+	json_object_set_new(o, "kept_stacks", mt_json_u64(sk->nrows));
 	json_object_set_new(o, "cut_stacks", mt_json_u64(sk->rest_stacks));
 	json_object_set_new(o, "cut_value", mt_json_u64(sk->rest_bytes));
 	json_object_set_new(o, "cut_blocks", mt_json_u64(sk->rest_blocks));

@@ -10,6 +10,7 @@
 //   hostile PROGRAM        tests/viewer/programs/hostile-names: names shown as text
 //   gpu-standin PROGRAM    samples/caching-allocator against the stand-in libcudart
 //   post-mortem PROGRAM    samples/cgroup-oom killed by the OOM killer in a 64 MiB cgroup
+//   many-stacks PROGRAM    tests/viewer/programs/many-stacks: more stacks than are kept one by one
 // Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
 // node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -305,9 +306,44 @@ async function postMortem(browser, dir) {
   await page.close();
 }
 
-const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem };
+async function manyStacks(browser, dir) {
+  const { report, html, data } = traceAndView(dir, 'many-stacks', [programs[0]]);
+  const host = report.processes[0].memories.host;
+  const TOTAL = 2500 * 64 + (2499 * 2500) / 2;
+  // the 500 smallest, 64 + 0 .. 64 + 499 bytes, are cut
+  const CUT = 500 * 64 + (499 * 500) / 2;
+  check(host.peak_bytes === TOTAL && host.peak_stacks_total === 2500, `the report: ${host.peak_bytes} in ${host.peak_stacks_total} stacks`);
+  for (const metric of ['peak', 'leaked']) {
+    const f = data.processes[0].flames.host[metric];
+    let kept = 0;
+    for (let i = 1; i < f.rows.length; i += 3) kept += f.rows[i];
+    check(f.rows.length / 3 === 2000 && f.cut_stacks === 500 && f.cut_value === CUT && f.cut_blocks === 500,
+      `${metric}: ${f.rows.length / 3} stacks kept, ${f.cut_stacks} cut with ${f.cut_value} bytes in ${f.cut_blocks} blocks, not 2000, 500, ${CUT}, 500`);
+    check(kept + f.cut_value === TOTAL && f.total === TOTAL, `${metric}: kept ${kept} + cut ${f.cut_value} is not ${TOTAL}`);
+  }
+  const { page, errors } = await open(browser, html);
+  const heading = await text(page, '.process[open] .flame-heading');
+  check(heading.includes('the 2,000 largest stacks one by one, the other 500'), `the cut is not said: "${heading}"`);
+  const root = await hoverFrame(page, 'all host');
+  check(root.includes(`${exact(TOTAL)} bytes`) && root.includes('2,500 blocks'), `the root "${root}" is not ${TOTAL} bytes in 2,500 blocks`);
+  const box = await hoverFrame(page, '[500 smaller stacks');
+  check(box.includes(`${exact(CUT)} bytes`) && box.includes('500 blocks'), `the box "${box}" is not ${CUT} bytes in 500 blocks`);
+  await page.screenshot({ path: join(SHOTS, 'many-stacks.png') });
+  // the live set near the end: 200 stacks one by one and the rest in the box, one block each
+  await clickTimeline(page, data, data.processes[0].timeline.end_ns / 1e9 * 0.999);
+  const live = await text(page, '.process[open] .flame-heading');
+  const m = live.match(/the 200 largest stacks one by one, the other ([\d,]+)/);
+  check(m, `the snapshot's cut is not said: "${live}"`);
+  const liveRoot = await hoverFrame(page, 'all host');
+  const blocks = Number((liveRoot.match(/in ([\d,]+) blocks/) || ['', '0'])[1].replace(/,/g, ''));
+  check(m && blocks === 200 + Number(m[1].replace(/,/g, '')), `the snapshot's root has ${blocks} blocks, not 200 + the ${m && m[1]} cut`);
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

@@ -65,8 +65,8 @@ export function liveSetAt(snapshots, i) {
   }
   const kinds = {};
   for (const [kind, m] of Object.entries(held)) {
-    const { cut_stacks, cut_value, cut_blocks } = snapshots[i].kinds[kind];
-    kinds[kind] = { rows: [...m].flatMap(([node, [v, b]]) => [node, v, b]), cut_stacks, cut_value, cut_blocks };
+    const { kept_stacks, cut_stacks, cut_value, cut_blocks } = snapshots[i].kinds[kind];
+    kinds[kind] = { rows: [...m].flatMap(([node, [v, b]]) => [node, v, b]), kept_stacks, cut_stacks, cut_value, cut_blocks };
   }
   return { ...snapshots[i], kinds };
 }
@@ -164,7 +164,7 @@ export function flamePanel(data, proc, report) {
     let rootName = `all ${state.kind}`;
     if (state.snapshot) {
       const s = state.snapshot;
-      flameData = s.kinds[state.kind] || { rows: [], cut_stacks: 0, cut_value: 0, cut_blocks: 0 };
+      flameData = s.kinds[state.kind] || { rows: [], kept_stacks: 0, cut_stacks: 0, cut_value: 0, cut_blocks: 0 };
       heading.textContent = `${state.kind} live at ${s.label}`;
     } else {
       flameData = kindData[state.metric];
@@ -179,7 +179,7 @@ export function flamePanel(data, proc, report) {
     }
     if (flameData.cut_stacks) {
       heading.append(el('span', { class: 'cut' },
-        ` — the ${plural(flameData.rows.length / 3, 'largest stack')} one by one, the other ${exact(flameData.cut_stacks)} (${unit === 'bytes' ? size(flameData.cut_value) : exact(flameData.cut_value)}) as one box`));
+        ` — the ${plural(flameData.kept_stacks, 'largest stack')} one by one, the other ${exact(flameData.cut_stacks)} (${unit === 'bytes' ? size(flameData.cut_value) : exact(flameData.cut_value)}) as one box`));
     }
     for (const [m, b] of Object.entries(metricButtons))
       b.classList.toggle('on', state.snapshot ? m === 'snapshot' : m === state.metric);
