@@ -353,6 +353,8 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(p, "exit_status", json_integer(in->exit_status));
 			json_object_set_new(p, "exit_how", json_string(how_name(in->exit_how)));
+		} else if (in->end == MT_END_STOPPED) {
+			json_object_set_new(p, "stop_errno", json_integer(in->stopped_errno));
 		}
 		json_object_set_new(p, "threads", json_integer(in->threads));
 		json_object_set_new(p, "records", json_integer((json_int_t)in->records));

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+"""The trace survives what happens to a run: children made without fork(),
+two runs that share an output name, a full disk on a real file system, a
+file size limit, many short processes; and the preload's own environment
+work leaves no trace of itself in the program's figures."""
+import os
+import shutil
+import subprocess
+import time
+
+from harness import BIN, LIB, check, dump_summary, main, program, run, run_traced, workdir
+
+
+def host(p):
+    return p["memories"]["host"]
+
+
+def test_raw_clone(mode):
+    d = workdir()
+    trace = os.path.join(d, "t.bin")
+    r = run_traced([program("raw-clone"), mode], trace)
+    check(r.returncode == 0 and r.stderr == b"", f"traced run: {r.returncode} {r.stderr!r}")
+    procs = dump_summary(trace)["processes"]
+    check(len(procs) == 2, f"{len(procs)} processes in the trace, expected the parent and its child")
+    parent, child = procs
+    check(parent["origin"] == "root" and child["origin"] == "fork",
+          f"origins {parent['origin']}, {child['origin']}")
+    check(child["ppid"] == parent["pid"] and child["pid"] != parent["pid"], "the child's pids are wrong")
+    want_parent = (8, 1443, 1443, 8)
+    got = (host(parent)["allocations"], host(parent)["bytes_allocated"], host(parent)["live_bytes"],
+           host(parent)["live_blocks"])
+    check(got == want_parent, f"parent: allocations, bytes, live bytes, live blocks {got}, expected {want_parent}")
+    want_child = (20000, 960000, 960000 + 333, 20003, 333)
+    c = host(child)
+    got = (c["allocations"], c["bytes_allocated"], c["live_bytes"], c["live_blocks"], c["inherited_bytes"])
+    check(got == want_child, f"child: allocations, bytes, live bytes, live blocks, inherited {got}, "
+                             f"expected {want_child}")
+    check(child["end"] == "exit" and child["exit_status"] == 0, f"child end {child['end']}")
+    shutil.rmtree(d)
+
+
+def test_two_runs_one_name():
+    """Run A starts, run B with the same name runs to its end while A lives,
+    then A's shell execs a program that must join A's trace: both kept."""
+    d = workdir()
+    trace = os.path.join(d, "same.bin")
+    go = os.path.join(d, "go")
+    script = f'while [ ! -e {go} ]; do sleep 0.02; done; exec {program("leaker")} 10 10'
+    env = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_OUTPUT=trace)
+    env.pop("MEMTRACE_TREE", None)
+    a = subprocess.Popen(["sh", "-c", script], env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(500):
+            if os.path.exists(trace):
+                break
+            time.sleep(0.01)
+        check(os.path.exists(trace), "run A made no trace")
+        b = run_traced([program("leaker"), "30", "10"], trace)
+        check(b.returncode == 0, f"run B: {b.returncode}")
+        check(b.stderr == f"memtrace: {trace} is being written by another run; this run writes "
+                          f"{trace}.1\n".encode(), f"run B said {b.stderr!r}")
+        open(go, "w").close()
+        check(a.wait(timeout=60) == 0, "run A failed")
+        check(a.stderr.read() == b"", "run A printed something")
+    finally:
+        a.kill()
+    pa = dump_summary(trace)["processes"]
+    check([p["origin"] for p in pa] == ["root", "exec"], f"run A's trace: {[p['origin'] for p in pa]}")
+    check(host(pa[1])["live_blocks"] == 5, f"run A's leaker: {host(pa[1])}")
+    (pb,) = dump_summary(trace + ".1")["processes"]
+    check(host(pb)["live_blocks"] == 15 and host(pb)["allocations"] == 31, f"run B's leaker: {host(pb)}")
+    check(not os.path.exists(trace + ".old"), "a live trace was moved aside")
+    # a later run, with nothing live, moves the finished trace aside as before
+    r = run_traced([program("leaker"), "4", "10"], trace)
+    check(r.returncode == 0 and r.stderr == b"", f"third run: {r.stderr!r}")
+    check(len(dump_summary(trace + ".old")["processes"]) == 2, "run A's trace is not NAME.old")
+    shutil.rmtree(d)
+
+
+def stopped_trace(trace, extra=None, preexec=None, expect=b""):
+    """Runs leaker with many events; the program's output and status must be
+    untouched, and the trace must read to where it stopped."""
+    argv = [program("leaker"), "300000", "24"]
+    plain = run(argv)
+    env = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_OUTPUT=trace, **(extra or {}))
+    env.pop("MEMTRACE_TREE", None)
+    traced = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=preexec, timeout=300)
+    check((traced.returncode, traced.stdout) == (plain.returncode, plain.stdout),
+          f"traced: {traced.returncode} {traced.stdout!r}, plain: {plain.returncode} {plain.stdout!r}")
+    check(traced.stderr == expect, f"stderr {traced.stderr!r}, expected {expect!r}")
+    out = run([BIN, "dump", "--summary", "--json", trace])
+    check(out.returncode == 0, f"the stopped trace does not read: {out.stderr!r}")
+    import json
+    (p,) = json.loads(out.stdout)["processes"]
+    check(p["end"] == "stopped", f"the process ends {p['end']!r}, expected 'stopped'")
+    h = host(p)
+    check(0 < h["allocations"] < 300001, f"{h['allocations']} allocations read")
+    return p
+
+
+def test_full_ext4():
+    """posix_fallocate on ext4 can fail after extending the file in part."""
+    d = workdir()
+    img, mnt = os.path.join(d, "img"), os.path.join(d, "mnt")
+    os.mkdir(mnt)
+    with open(img, "wb") as f:
+        f.truncate(6 << 20)
+    check(run(["mkfs.ext4", "-q", "-F", img]).returncode == 0, "mkfs.ext4 failed")
+    m = run(["mount", "-o", "loop", img, mnt])
+    check(m.returncode == 0, f"cannot mount a loop ext4 image: {m.stderr!r}")
+    try:
+        p = stopped_trace(os.path.join(mnt, "t.bin"),
+                          expect=b"memtrace: cannot extend the trace file: No space left on device; "
+                                 b"tracing stops, the program runs on\n")
+        check(p["stop_errno"] == 28, f"the stop record's errno is {p.get('stop_errno')}")
+    finally:
+        run(["umount", mnt])
+        shutil.rmtree(d)
+
+
+def test_file_size_limit():
+    import resource
+    d = workdir()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    p = stopped_trace(os.path.join(d, "t.bin"), preexec=limit,
+                      expect=b"memtrace: the trace would pass the file size limit (ulimit -f); "
+                             b"tracing stops, the program runs on\n")
+    check(p["stop_errno"] == 27, f"the stop record's errno is {p.get('stop_errno')}")
+    check(os.path.getsize(os.path.join(d, "t.bin")) <= 1 << 20, "the trace passed the limit")
+    shutil.rmtree(d)
+
+
+def test_short_processes_cost_little():
+    """200 runs of /bin/true from a traced shell: each process a few KiB."""
+    d = workdir()
+    trace = os.path.join(d, "t.bin")
+    r = run_traced(["bash", "-c", "for i in $(seq 200); do /bin/true; done"], trace)
+    check(r.returncode == 0 and r.stderr == b"", f"traced run: {r.returncode} {r.stderr!r}")
+    procs = dump_summary(trace)["processes"]
+    pids = {p["pid"] for p in procs}
+    check(len(pids) == 201, f"{len(pids)} processes, expected bash and 200 children")
+    st = os.stat(trace)
+    per = st.st_size / len(pids)
+    disk = st.st_blocks * 512 / len(pids)
+    check(per < 20 * 1024 and disk < 20 * 1024,
+          f"{per:.0f} bytes of trace ({disk:.0f} on disk) per process, expected under 20 KiB")
+    shutil.rmtree(d)
+
+
+def test_setenv_no_unknown_free():
+    d = workdir()
+    trace = os.path.join(d, "t.bin")
+    r = run_traced([program("setenv-twice")], trace)
+    check(r.returncode == 0 and r.stdout == b"1 2\n", f"traced run: {r.returncode} {r.stdout!r}")
+    (p,) = dump_summary(trace)["processes"]
+    check(host(p)["unknown_frees"] == 0, f"unknown frees: {host(p)['unknown_frees']}")
+    shutil.rmtree(d)
+
+
+def test_not_ours_said_once():
+    """A traced shell whose exec'd programs bring their own malloc: said once."""
+    d = workdir()
+    own = program("own-allocator")
+    argv = ["sh", "-c", f"{own}; {own}; {own}"]
+    plain = run(argv)
+    traced = run_traced(argv, os.path.join(d, "t.bin"))
+    check(traced.stdout == plain.stdout, f"{argv}: output differs")
+    check(traced.stderr == b"memtrace: the program's own malloc comes before memtrace's; "
+                           b"nothing to trace\n", f"{argv}: said {traced.stderr!r}")
+    shutil.rmtree(d)
+
+
+main({
+    "raw_clone_glibc": lambda: test_raw_clone("glibc"),
+    "raw_clone_syscall": lambda: test_raw_clone("syscall"),
+    "two_runs_one_name": test_two_runs_one_name,
+    "full_ext4": test_full_ext4,
+    "file_size_limit": test_file_size_limit,
+    "short_processes_cost_little": test_short_processes_cost_little,
+    "setenv_no_unknown_free": test_setenv_no_unknown_free,
+    "not_ours_said_once": test_not_ours_said_once,
+})
