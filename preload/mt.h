@@ -87,6 +87,12 @@ struct mt_real {
 	void (*_Exit)(int) __attribute__((noreturn));
 	int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void),
 	                       void (*)(void), void (*)(void), void *);
+	/* fds.c: the descriptor functions it interposes */
+	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
 };
 extern struct mt_real mt_real;
 
@@ -150,6 +156,36 @@ static inline uint64_t mt_now_before(void)
 #endif
 	return mt_monotonic_ns();
 }
+
+/*
+ * fds.c: the descriptors memtrace keeps, at numbers far above the program's,
+ * checked by device and inode before each use; the interposed close,
+ * close_range, closefrom, dup2 and dup3 keep the program from taking them.
+ * Any context; each keeps errno. A fork child keeps the parent's (its table
+ * holds copies of the same files): nothing to do there.
+ */
+enum mt_fd_slot {
+	MT_FD_TRACE,
+	MT_FD_STATM,
+	MT_FD_SMAPS,
+	MT_FD_CGROUP,
+	MT_FD_CG_CURRENT,
+	MT_FD_CG_MAX,
+	MT_FD_SLOTS
+};
+/* Moves fd to a high close-on-exec number and remembers its dev/ino in the
+ * slot (a slot already held is dropped first); closes the original number if
+ * it still is that file. The new number, or -errno (fd closed either way). */
+MT_HIDDEN int mt_fd_keep(enum mt_fd_slot slot, int fd);
+/* The slot's number if it still is its file, else -1 (forgotten, not closed). */
+MT_HIDDEN int mt_fd_get(enum mt_fd_slot slot);
+/* The same, with the slot's lock held until mt_fd_release when it returns a
+ * number: no dup2 of the program's can move the file away in between. Hold it
+ * only around the calls that use the number (pread, fallocate, mmap). */
+MT_HIDDEN int mt_fd_hold(enum mt_fd_slot slot);
+MT_HIDDEN void mt_fd_release(enum mt_fd_slot slot);
+/* Closes the slot's number if it still is its file, and forgets it. */
+MT_HIDDEN void mt_fd_drop(enum mt_fd_slot slot);
 
 /* config.c */
 MT_HIDDEN void mt_config_load(void);

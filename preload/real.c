@@ -48,4 +48,9 @@ void mt_real_resolve(void)
 	LOOKUP(_exit, "_exit");
 	LOOKUP(_Exit, "_Exit");
 	LOOKUP(libc_start_main, "__libc_start_main");
+	LOOKUP(close, "close");
+	LOOKUP(close_range, "close_range");
+	LOOKUP(closefrom, "closefrom");
+	LOOKUP(dup2, "dup2");
+	LOOKUP(dup3, "dup3");
 }
