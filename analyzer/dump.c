@@ -222,6 +222,10 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		fputs(" label ", f);
 		put_string(f, rec->u.mark.label, false);
 		break;
+	case MT_REC_EXEC:
+		fputs(" path ", f);
+		put_string(f, rec->u.exec.path, false);
+		break;
 	}
 	fputc('\n', f);
 }
@@ -235,10 +239,10 @@ static int dump_records(const struct mt_trace *t, struct mt_error *err)
 
 	if (!rec)
 		return -ENOMEM;
-	printf("0x0 header version %u header_size %u chunk_size %u next_chunk 0x%" PRIx64
+	printf("0x0 header version %u header_size %u chunk_unit %u next_chunk 0x%" PRIx64
 	       " next_instance %" PRIu64 " created_realtime %" PRIu64 " created_monotonic %" PRIu64
 	       " root_pid %u clock %s\n",
-	       t->header.version, t->header.header_size, t->header.chunk_size, t->header.next_chunk,
+	       t->header.version, t->header.header_size, t->header.chunk_unit, t->header.next_chunk,
 	       t->header.next_instance, t->header.created_realtime, t->header.created_monotonic,
 	       t->header.root_pid,
 	       t->header.clock == MT_CLOCK_MONOTONIC_NS ? "monotonic-ns"
@@ -253,8 +257,9 @@ static int dump_records(const struct mt_trace *t, struct mt_error *err)
 			printf("0x%" PRIx64 " chunk %" PRIu64 " unused\n", c.chunk.offset, i);
 			continue;
 		}
-		printf("0x%" PRIx64 " chunk %" PRIu64 " instance %u pid %u tid %u base t=%+.6fms\n",
-		       c.chunk.offset, i, c.chunk.instance, c.chunk.pid, c.chunk.tid,
+		printf("0x%" PRIx64 " chunk %" PRIu64
+		       " size %u instance %u pid %u tid %u base t=%+.6fms\n",
+		       c.chunk.offset, i, c.chunk.size, c.chunk.instance, c.chunk.pid, c.chunk.tid,
 		       rel_ms(t, c.chunk.base_ticks));
 		while ((r = mt_cursor_next(&c, rec, err)) > 0)
 			print_record(stdout, t, rec);
@@ -272,16 +277,22 @@ static void end_text(FILE *f, const struct mt_instance *in)
 		fprintf(f, " status %u how %s", in->exit_status, how_name(in->exit_how));
 	else if (in->end == MT_END_STOPPED)
 		fprintf(f, " errno %" PRId64, in->stopped_errno);
+	if (mt_end_replaced(in->end) && in->exec_path) {
+		struct mt_bytes b = {(const uint8_t *)in->exec_path,
+		                     (uint32_t)strlen(in->exec_path)};
+		fputs(" program ", f);
+		put_string(f, b, false);
+	}
 }
 
 static void print_summary(const char *file, const struct mt_trace *t, const struct mt_replay *r)
 {
 	const struct mt_trace_stats *ts = mt_replay_trace_stats(r);
 
-	printf("trace %s version %u size %zu chunk_size %u chunks %" PRIu64
+	printf("trace %s version %u size %zu chunk_unit %u chunks %" PRIu64
 	       " unused_chunks %" PRIu64 " records %" PRIu64 " events %" PRIu64
 	       " bytes_per_event %.2f processes %u\n",
-	       file, t->header.version, t->size, t->header.chunk_size, ts->chunks,
+	       file, t->header.version, t->size, t->header.chunk_unit, ts->chunks,
 	       ts->unused_chunks, ts->records, ts->events,
 	       ts->events ? (double)t->size / (double)ts->events : 0.0,
 	       mt_replay_instance_count(r));
@@ -331,7 +342,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 	json_object_set_new(root, "file", json_string(file));
 	json_object_set_new(root, "version", json_integer(t->header.version));
 	json_object_set_new(root, "size", json_integer((json_int_t)t->size));
-	json_object_set_new(root, "chunk_size", json_integer(t->header.chunk_size));
+	json_object_set_new(root, "chunk_unit", json_integer(t->header.chunk_unit));
 	json_object_set_new(root, "chunks", json_integer((json_int_t)ts->chunks));
 	json_object_set_new(root, "unused_chunks", json_integer((json_int_t)ts->unused_chunks));
 	json_object_set_new(root, "records", json_integer((json_int_t)ts->records));
@@ -356,6 +367,10 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		} else if (in->end == MT_END_STOPPED) {
 			json_object_set_new(p, "stop_errno", json_integer(in->stopped_errno));
 		}
+		json_object_set_new(p, "exec_path",
+		                    mt_end_replaced(in->end) && in->exec_path
+		                            ? json_string(in->exec_path)
+		                            : json_null());
 		json_object_set_new(p, "threads", json_integer(in->threads));
 		json_object_set_new(p, "records", json_integer((json_int_t)in->records));
 		json_object_set_new(p, "events", json_integer((json_int_t)in->events));

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -57,6 +58,7 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_EXIT] = "EXIT",
         [MT_REC_LOST] = "LOST",
         [MT_REC_MARK] = "MARK",
+        [MT_REC_EXEC] = "EXEC",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -154,7 +156,6 @@ bool mt_record_is_event(unsigned type)
 static int check_header(struct mt_trace *t, struct mt_error *err)
 {
 	const struct mt_file_header *h = &t->header;
-	uint64_t body;
 
 	if (t->size == 0)
 		return fail(err, -EBADMSG, 0, "the file is empty, not a memtrace trace");
@@ -175,20 +176,85 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 		            h->version, MT_FORMAT_VERSION);
 	if (h->version == 0)
 		return fail(err, -EBADMSG, 8, "bad format version 0");
+	if (h->version < MT_FORMAT_VERSION)
+		return fail(err, -EPROTONOSUPPORT, 8,
+		            "trace format version %u is older than this memtrace reads (%u); read "
+		            "it with the memtrace that wrote it",
+		            h->version, MT_FORMAT_VERSION);
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
 		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
-	if (h->chunk_size < 4096 || h->chunk_size % 4096 || h->chunk_size > MAX_CHUNK_SIZE)
-		return fail(err, -EBADMSG, 16, "bad chunk size %u (not a multiple of 4096)",
-		            h->chunk_size);
+	if (h->chunk_unit < 4096 || h->chunk_unit % 4096 || h->chunk_unit > MAX_CHUNK_SIZE)
+		return fail(err, -EBADMSG, 16, "bad chunk unit %u (not a multiple of 4096)",
+		            h->chunk_unit);
 	if (t->size < h->header_size)
 		return fail(err, -EBADMSG, t->size, "the file ends inside its %u-byte header",
 		            h->header_size);
-	body = t->size - h->header_size;
-	t->chunk_count = body / h->chunk_size;
-	/* The writer extends the file a whole chunk at a time: a part chunk means the file was cut.
-	 */
-	t->truncated = body % h->chunk_size != 0;
 	return 0;
+}
+
+static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_slot_state state,
+                    size_t *cap, struct mt_error *err)
+{
+	if (t->slot_count == *cap) {
+		size_t n = *cap ? *cap * 2 : 64;
+		struct mt_chunk_slot *s = realloc(t->slots, n * sizeof(*s));
+		if (!s)
+			return fail(err, -ENOMEM, offset, "out of memory for the chunk index");
+		t->slots = s;
+		*cap = n;
+	}
+	t->slots[t->slot_count++] = (struct mt_chunk_slot){offset, size, state};
+	return 0;
+}
+
+/*
+ * The chunk index: each chunk says its size, so the chunks are found by
+ * walking the file. A unit whose magic is 0 belongs to a chunk claimed but
+ * never written (its writer was killed, or the disk was full) and is
+ * stepped over. A bad magic is kept as a slot of its own, to be reported
+ * when it is read, and the walk looks for the next chunk at the next unit.
+ */
+static int index_chunks(struct mt_trace *t, struct mt_error *err)
+{
+	uint64_t unit = t->header.chunk_unit, off = t->header.header_size;
+	size_t cap = 0;
+	bool in_hole = false;
+	int r = 0;
+
+	while (off < t->size && r == 0) {
+		struct mt_chunk_header ch;
+		if (t->size - off < sizeof(ch)) {
+			r = add_slot(t, off, 0, MT_SLOT_CUT, &cap, err);
+			break;
+		}
+		memcpy(&ch, t->data + off, sizeof(ch));
+		if (ch.magic == 0 && ch.size == 0) {
+			t->unused_chunks += !in_hole;
+			in_hole = true;
+			off += unit;
+			continue;
+		}
+		in_hole = false;
+		if (ch.magic == 0) {
+			/* a header written but for its magic: the writer died there */
+			t->unused_chunks++;
+			off += unit;
+		} else if (ch.magic != MT_CHUNK_MAGIC || ch.size < unit || ch.size % unit ||
+		           ch.size > MAX_CHUNK_SIZE) {
+			r = add_slot(t, off, ch.magic == MT_CHUNK_MAGIC ? ch.size : 0, MT_SLOT_BAD,
+			             &cap, err);
+			off += unit;
+		} else if (ch.size > t->size - off) {
+			r = add_slot(t, off, ch.size, MT_SLOT_CUT, &cap, err);
+			break;
+		} else {
+			r = add_slot(t, off, ch.size, MT_SLOT_CHUNK, &cap, err);
+			t->chunk_count++;
+			off += ch.size;
+		}
+	}
+	t->truncated = t->slot_count && t->slots[t->slot_count - 1].state == MT_SLOT_CUT;
+	return r;
 }
 
 void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns)
@@ -229,12 +295,12 @@ uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
 static void fit_chunks(struct mt_trace *t)
 {
 	t->fit.clock = t->header.clock;
-	for (uint64_t i = 0; i < t->chunk_count; i++) {
+	for (uint64_t i = 0; i < t->slot_count; i++) {
 		struct mt_chunk_header ch;
-		memcpy(&ch, t->data + t->header.header_size + i * (uint64_t)t->header.chunk_size,
-		       sizeof(ch));
-		if (ch.magic == MT_CHUNK_MAGIC)
-			mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
+		if (t->slots[i].state != MT_SLOT_CHUNK)
+			continue;
+		memcpy(&ch, t->data + t->slots[i].offset, sizeof(ch));
+		mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
 	}
 }
 
@@ -247,7 +313,13 @@ int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, str
 	t->size = size;
 	r = check_header(t, err);
 	if (r == 0)
+		r = index_chunks(t, err);
+	if (r == 0)
 		fit_chunks(t);
+	else
+		free(t->slots);
+	if (r < 0)
+		t->slots = NULL;
 	return r;
 }
 
@@ -289,37 +361,47 @@ void mt_reader_close(struct mt_trace *t)
 {
 	if (t->mapped)
 		munmap((void *)t->data, t->size);
+	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }
 
 uint64_t mt_reader_chunk_slots(const struct mt_trace *t)
 {
-	return t->chunk_count + (t->truncated ? 1 : 0);
+	return t->slot_count;
 }
 
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
                     struct mt_error *err)
 {
+	const struct mt_chunk_slot *slot;
 	struct mt_chunk_header ch;
-	uint64_t off = t->header.header_size + index * (uint64_t)t->header.chunk_size;
 
-	if (index >= t->chunk_count) {
-		if (index == t->chunk_count && t->truncated)
-			return fail(err, -EBADMSG, off,
+	if (index >= t->slot_count)
+		return fail(err, -ERANGE, t->size, "no chunk %llu in the file",
+		            (unsigned long long)index);
+	slot = &t->slots[index];
+	if (slot->state == MT_SLOT_CUT) {
+		if (slot->size)
+			return fail(err, -EBADMSG, slot->offset,
 			            "the file ends inside a chunk (%llu of its %u bytes are "
 			            "there): it was cut short",
-			            (unsigned long long)(t->size - off), t->header.chunk_size);
-		return fail(err, -ERANGE, off, "no chunk %llu in the file",
-		            (unsigned long long)index);
+			            (unsigned long long)(t->size - slot->offset), slot->size);
+		return fail(err, -EBADMSG, slot->offset,
+		            "the file ends inside a chunk header: it was cut short");
 	}
-	memcpy(&ch, t->data + off, sizeof(ch));
+	memcpy(&ch, t->data + slot->offset, sizeof(ch));
+	if (slot->state == MT_SLOT_BAD) {
+		if (ch.magic != MT_CHUNK_MAGIC)
+			return fail(err, -EBADMSG, slot->offset, "bad chunk magic 0x%08x",
+			            ch.magic);
+		return fail(err, -EBADMSG, slot->offset + 32,
+		            "bad chunk size %u (not a multiple of %u)", ch.size,
+		            t->header.chunk_unit);
+	}
 	memset(out, 0, sizeof(*out));
 	out->index = index;
-	out->offset = off;
-	if (ch.magic == 0)
-		return 0; /* claimed by a writer that never got to write it */
-	if (ch.magic != MT_CHUNK_MAGIC)
-		return fail(err, -EBADMSG, off, "bad chunk magic 0x%08x", ch.magic);
+	out->offset = slot->offset;
+	out->size = slot->size;
 	out->instance = ch.instance;
 	out->pid = ch.pid;
 	out->tid = ch.tid;
@@ -341,7 +423,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 		return r;
 	}
 	c->pos = t->data + c->chunk.offset + sizeof(struct mt_chunk_header);
-	c->end = t->data + c->chunk.offset + t->header.chunk_size;
+	c->end = t->data + c->chunk.offset + c->chunk.size;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
 	return 1;
@@ -590,6 +672,10 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	case MT_REC_MARK:
 		time_field(d, c);
 		rec->u.mark.label = bytes(d, 256);
+		break;
+	case MT_REC_EXEC:
+		time_field(d, c);
+		rec->u.exec.path = bytes(d, MT_MAX_STRING);
 		break;
 	default:
 		return 0; /* unknown: skipped by its length */

@@ -39,20 +39,36 @@ struct mt_clock_fit {
 void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns);
 uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks);
 
+enum mt_slot_state {
+	MT_SLOT_CHUNK, /* a chunk, whole in the file */
+	MT_SLOT_CUT,   /* the file ends inside this chunk or its header */
+	MT_SLOT_BAD,   /* not a chunk header: an error when read */
+};
+
+struct mt_chunk_slot {
+	uint64_t offset;
+	uint32_t size; /* 0 when unknown */
+	uint8_t state; /* enum mt_slot_state */
+};
+
 struct mt_trace {
 	const uint8_t *data; /* the whole file */
 	size_t size;
 	bool mapped;                  /* data is our mmap (else the caller's memory) */
 	struct mt_file_header header; /* a copy: a live writer may still change next_chunk */
 	struct mt_clock_fit fit;      /* from the chunk headers (replay adds SAMPLE pairs) */
-	uint64_t chunk_count;         /* whole chunks present in the file */
-	bool truncated;               /* the file ends inside chunk number chunk_count */
+	struct mt_chunk_slot *slots;  /* the chunks in file order (reader.c, index_chunks) */
+	uint64_t slot_count;
+	uint64_t chunk_count;   /* whole chunks present in the file */
+	uint64_t unused_chunks; /* stretches claimed by writers that never wrote them */
+	bool truncated;         /* the last slot is a chunk the file ends inside */
 };
 
 /* A chunk's header, decoded. */
 struct mt_chunk {
 	uint64_t index;
 	uint64_t offset;
+	uint32_t size; /* bytes, header included */
 	uint32_t instance;
 	uint32_t pid;
 	uint32_t tid;
@@ -139,6 +155,9 @@ struct mt_record {
 		struct {
 			struct mt_bytes label;
 		} mark;
+		struct {
+			struct mt_bytes path; /* the program as the exec function was given it */
+		} exec;
 	} u;
 };
 
@@ -168,7 +187,7 @@ void mt_reader_close(struct mt_trace *t);
  * whose mt_reader_chunk() reports the truncation.
  */
 uint64_t mt_reader_chunk_slots(const struct mt_trace *t);
-/* Decodes chunk header `index`: 1 in use, 0 never written (skip it), < 0 error. */
+/* Decodes chunk header `index`: 1 in use, < 0 error (a cut or bad chunk). */
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
                     struct mt_error *err);
 

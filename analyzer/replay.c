@@ -82,6 +82,11 @@ struct mt_instance_priv {
 	uint32_t *children; /* indices of the instances forked from this one */
 	uint32_t nchildren, children_cap;
 	uint32_t modules_cap;
+	/* the latest EXEC, and the latest record that is neither an EXEC nor a SAMPLE, by (time,
+	 * offset): replay order. The EXEC ended the process image unless the other is later. */
+	uint64_t exec_time, exec_offset;
+	uint64_t last_time, last_offset;
+	bool have_last;
 	uint64_t now;
 	uint64_t first_time; /* the earliest record's ticks (an instance may lack its PROCESS) */
 	/* growth checkpoints: prefix sums of their x, cp_px[i] = x_0 + ... + x_(i-1) */
@@ -273,9 +278,48 @@ static int add_module(struct mt_instance *in, const struct mt_record *rec)
 	return 0;
 }
 
+/* (time, offset) a comes after (time, offset) b in replay order. */
+static bool later(uint64_t a_time, uint64_t a_offset, uint64_t b_time, uint64_t b_offset)
+{
+	return a_time > b_time || (a_time == b_time && a_offset > b_offset);
+}
+
+/*
+ * Keeps the latest EXEC (its program in in->exec_path until link_instances
+ * decides) and the latest record that can show the exec failed. A SAMPLE
+ * cannot: the sampler thread may finish one after an exec that succeeds,
+ * before the kernel ends it.
+ */
+static int note_exec(struct mt_instance *in, const struct mt_record *rec)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (rec->type == MT_REC_SAMPLE)
+		return 0;
+	if (rec->type != MT_REC_EXEC) {
+		if (!p->have_last || later(rec->time, rec->offset, p->last_time, p->last_offset)) {
+			p->last_time = rec->time;
+			p->last_offset = rec->offset;
+			p->have_last = true;
+		}
+		return 0;
+	}
+	if (in->exec_path && !later(rec->time, rec->offset, p->exec_time, p->exec_offset))
+		return 0;
+	free(in->exec_path);
+	in->exec_path = dup_bytes(rec->u.exec.path, false);
+	p->exec_time = rec->time;
+	p->exec_offset = rec->offset;
+	return in->exec_path ? 0 : -ENOMEM;
+}
+
 static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
                              const struct mt_record *rec)
 {
+	int ret = note_exec(in, rec);
+
+	if (ret < 0)
+		return ret;
 	in->records++;
 	r->stats.records++;
 	if (in->records == 1 || rec->time < in->priv->first_time)
@@ -344,8 +388,10 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 
 /*
  * After sorting: each instance's forked children, and which instances were
- * replaced by an exec (a later instance of the same pid with origin exec).
- * Linear in instances, whatever a corrupt file claims.
+ * replaced by an exec: by a traced program (a later instance of the same
+ * pid with origin exec), or by an untraced one (no EXIT, nothing after its
+ * last EXEC, no such later instance). Linear in instances, whatever a
+ * corrupt file claims.
  */
 static int link_instances(struct mt_replay *r)
 {
@@ -374,8 +420,16 @@ static int link_instances(struct mt_replay *r)
 	mt_map_init(&exec_pids, 0);
 	for (uint32_t i = r->ninstances; i-- > 0;) {
 		struct mt_instance *in = &r->instances[i];
+		struct mt_instance_priv *p = in->priv;
+		if (in->exec_path && p->have_last &&
+		    later(p->last_time, p->last_offset, p->exec_time, p->exec_offset)) {
+			free(in->exec_path); /* the exec failed: the process went on */
+			in->exec_path = NULL;
+		}
 		if (in->end == MT_END_KILLED && mt_map_get(&exec_pids, in->pid))
 			in->end = MT_END_EXEC;
+		else if (in->end == MT_END_KILLED && in->exec_path)
+			in->end = MT_END_EXEC_UNTRACED;
 		if (in->origin == MT_ORIGIN_EXEC && !mt_map_put(&exec_pids, in->pid, &created)) {
 			mt_map_free(&exec_pids);
 			return -ENOMEM;
@@ -407,17 +461,15 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 	}
 	r->trace = trace;
 	r->fit = trace->fit;
+	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
 	for (uint64_t i = 0; i < slots && ret >= 0; i++) {
 		struct mt_instance *in;
 		struct mt_cursor c;
 
 		ret = mt_cursor_init(&c, trace, i, err);
-		if (ret <= 0) {
-			if (ret == 0)
-				r->stats.unused_chunks++;
+		if (ret <= 0)
 			continue;
-		}
 		r->stats.chunks++;
 		in = get_instance(r, c.chunk.instance);
 		if (!in || add_chunk(in, &c.chunk) < 0) {
@@ -828,6 +880,8 @@ const char *mt_end_name(enum mt_end end)
 		return "exec";
 	case MT_END_STOPPED:
 		return "stopped";
+	case MT_END_EXEC_UNTRACED:
+		return "exec-untraced";
 	default:
 		return "killed";
 	}
@@ -1236,6 +1290,7 @@ void mt_replay_free(struct mt_replay *r)
 
 		free(in->exe);
 		free(in->cmdline);
+		free(in->exec_path);
 		free(in->fails);
 		free(in->samples);
 		for (uint32_t m = 0; m < in->nmarks; m++)

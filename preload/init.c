@@ -15,14 +15,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mt.h"
 
-_Atomic int mt_state;
+/* Where the state lives until tracing is on: then a wipe-on-fork page (mt.h). */
+static struct mt_live boot_live;
+struct mt_live *mt_live = &boot_live;
 MT_TLS struct mt_thread mt_self;
 
-static bool joined; /* this process joined a trace made by an ancestor */
+static bool joined;          /* this process joined a trace made by an ancestor */
+static _Atomic bool stopped; /* tracing stopped in this process (or the one it was cloned from) */
+static bool started;         /* tracing was on in this process (or the one it was cloned from) */
 
 bool mt_use_tsc;
 
@@ -57,19 +62,66 @@ void mt_say(const char *fmt, ...)
 	errno = saved;
 }
 
-void mt_disable(const char *why, int err)
+bool mt_disable(const char *why, int err)
 {
 	int expected = MT_ON;
 
 	if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_DISABLED)) {
 		expected = MT_STARTING;
 		if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_DISABLED))
-			return; /* already off: said once */
+			return false; /* already off: said once */
 	}
+	atomic_store(&stopped, true);
 	if (err)
 		mt_say("%s: %s; tracing stops, the program runs on", why, strerror(err));
 	else
 		mt_say("%s; tracing stops, the program runs on", why);
+	return true;
+}
+
+/*
+ * Moves the state to a page that a child made without CLONE_VM sees zeroed
+ * (Linux 4.14+). Without it, a child made by a raw clone() would write into
+ * its parent's chunks; with it, such a child becomes an instance of its own.
+ */
+static void wipe_on_fork(void)
+{
+	struct mt_live *page = mt_real.mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (page == MAP_FAILED)
+		return;
+	if (madvise(page, 4096, MADV_WIPEONFORK) < 0) {
+		mt_real.munmap(page, 4096);
+		return;
+	}
+	atomic_store(&page->state, atomic_load(&boot_live.state));
+	mt_live = page;
+}
+
+/*
+ * This process is a child of a traced one, made by fork (its handler) or by
+ * a clone that ran no handler (its first interposed call, mt_init): a new
+ * process instance, with its own chunks and stack table. A raw clone's child
+ * gets no sampler thread: glibc's thread bookkeeping is its parent's there.
+ */
+static void become_child(bool forked)
+{
+	uint32_t parent_instance = mt_instance;
+	pid_t parent_pid = mt_pid;
+
+	if (atomic_load(&stopped)) {
+		atomic_store(&mt_state, MT_DISABLED);
+		return;
+	}
+	mt_pid = getpid();
+	mt_writer_after_fork();
+	mt_stacks_after_fork();
+	atomic_store(&mt_state, MT_ON);
+	mt_process_record(MT_ORIGIN_FORK, parent_instance, parent_pid);
+	mt_modules_after_fork();
+	if (forked)
+		mt_sampler_start();
 }
 
 /*
@@ -105,6 +157,10 @@ void mt_init(void)
 	if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_STARTING))
 		return;
 	mt_self.guard = true;
+	if (started) {
+		become_child(false);
+		goto out;
+	}
 	mt_real_resolve();
 	mt_config_load();
 	if (!mt_config.enable) {
@@ -112,8 +168,10 @@ void mt_init(void)
 		goto out;
 	}
 	if (!mt_malloc_is_ours()) {
-		/* stay out of the way entirely: no file, no thread, no environment */
-		mt_say("the program's own malloc comes before memtrace's; nothing to trace");
+		/* stay out of the way: no trace, no thread; said once per run */
+		if (!mt_writer_foreign_said())
+			mt_say("the program's own malloc comes before memtrace's; nothing to "
+			       "trace");
 		atomic_store(&mt_state, MT_DISABLED);
 		goto out;
 	}
@@ -132,6 +190,8 @@ void mt_init(void)
 		goto out;
 	}
 	mt_instance = mt_writer_new_instance();
+	started = true;
+	wipe_on_fork();
 	atomic_store(&mt_state, MT_ON);
 	mt_process_record(joined ? MT_ORIGIN_EXEC : MT_ORIGIN_ROOT, 0, 0);
 	mt_modules_init();
@@ -140,23 +200,21 @@ out:
 	errno = saved;
 }
 
-/* Fork child: a new process instance, with its own chunks and stack table. */
+/* Fork child: a new process instance, unless an interposed call made it one already. */
 static void after_fork_child(void)
 {
 	bool guard = mt_self.guard;
 	int saved = errno;
-	uint32_t parent_instance = mt_instance;
-	pid_t parent_pid = mt_pid;
+	int expected = atomic_load(&mt_state);
 
-	if (atomic_load(&mt_state) != MT_ON)
+	/* the state is MT_OFF_YET in the wiped page, or the parent's where the
+	 * kernel has no MADV_WIPEONFORK; MT_ON for this pid: done already */
+	if (!started || (expected == MT_ON && mt_pid == getpid()) ||
+	    (expected != MT_OFF_YET && expected != MT_ON) ||
+	    !atomic_compare_exchange_strong(&mt_state, &expected, MT_STARTING))
 		return;
 	mt_self.guard = true;
-	mt_pid = getpid();
-	mt_writer_after_fork();
-	mt_stacks_after_fork();
-	mt_process_record(MT_ORIGIN_FORK, parent_instance, parent_pid);
-	mt_modules_after_fork();
-	mt_sampler_start();
+	become_child(true);
 	mt_self.guard = guard;
 	errno = saved;
 }

@@ -43,6 +43,9 @@ struct mt_thread {
 	uintptr_t stack_lo, stack_hi;              /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
 	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
+	uint64_t chunk_off;                        /* the chunk's offset in the file */
+	uint32_t chunk_bytes;                      /* the chunk's size */
+	uint32_t chunk_next;                       /* size of the next chunk; 0: the first */
 	uint32_t tid;
 	bool guard;   /* inside memtrace: interposed calls pass through */
 	bool key_set; /* the thread-exit destructor is armed */
@@ -50,9 +53,18 @@ struct mt_thread {
 
 extern MT_TLS struct mt_thread mt_self;
 
-/* Tracing state of the process. */
+/*
+ * Tracing state of the process. Once tracing is on, it lives in a page
+ * mapped MADV_WIPEONFORK: a child made by any clone without CLONE_VM reads
+ * MT_OFF_YET there, fork handlers or not, and its first interposed call
+ * makes it a process instance of its own (init.c) before it writes a byte.
+ */
 enum mt_state { MT_OFF_YET = 0, MT_STARTING, MT_ON, MT_DISABLED };
-extern _Atomic int mt_state;
+struct mt_live {
+	_Atomic int state;
+};
+MT_HIDDEN extern struct mt_live *mt_live;
+#define mt_state (mt_live->state)
 
 struct mt_config {
 	char output[4096];         /* the path as configured, %p not yet expanded */
@@ -87,6 +99,13 @@ struct mt_real {
 	void (*_Exit)(int) __attribute__((noreturn));
 	int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void),
 	                       void (*)(void), void (*)(void), void *);
+	/* exec.c: the execl functions build an argv and call these */
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	/* fds.c: the descriptor functions it interposes */
 	int (*close)(int);
 	int (*close_range)(unsigned, unsigned, int);
@@ -108,7 +127,8 @@ MT_HIDDEN bool mt_malloc_is_ours(void);
 
 /* init.c */
 MT_HIDDEN void mt_init(void); /* init context; leaves mt_state ON or DISABLED */
-MT_HIDDEN void mt_disable(const char *why, int err); /* says why once, stops tracing */
+/* Says why once and stops tracing; true for the one call that stopped it. */
+MT_HIDDEN bool mt_disable(const char *why, int err);
 MT_HIDDEN void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 MT_HIDDEN uint64_t mt_monotonic_ns(void);
 MT_HIDDEN extern bool mt_use_tsc;
@@ -198,6 +218,8 @@ MT_HIDDEN uint32_t mt_writer_new_instance(void);
 MT_HIDDEN void mt_writer_after_fork(void);           /* fork child: drop the parent's chunks */
 MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk */
 MT_HIDDEN void mt_writer_thread_key(void);
+MT_HIDDEN void mt_writer_drop_thread(void); /* tracing is off: give this thread's chunk back */
+MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
 MT_HIDDEN extern uint32_t mt_instance;
 MT_HIDDEN extern pid_t mt_pid;
 
@@ -335,6 +357,8 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 MT_HIDDEN uint32_t mt_stack_current(void); /* hot path: id of the caller's stack */
 MT_HIDDEN int mt_stacks_init(void);
 MT_HIDDEN void mt_stacks_after_fork(void);
+/* Tracing stopped: the table is unmapped once no lookup is under way. Any context. */
+MT_HIDDEN void mt_stacks_stop(void);
 
 /* modules.c: the module map, written at start and whenever it changes. */
 MT_HIDDEN void mt_modules_init(void);
@@ -351,6 +375,13 @@ MT_HIDDEN bool mt_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 /* process.c: the process record, fork and exit. */
 MT_HIDDEN void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_pid);
 MT_HIDDEN void mt_process_exit_record(unsigned how, int status);
+/*
+ * True in a child that runs on its parent's memory (vfork, CLONE_VM: the
+ * children of posix_spawn, system, popen): this library's globals and the
+ * calling thread's TLS are the parent's, so it must record nothing. A system
+ * call (glibc caches no pid): for exit and exec paths only.
+ */
+MT_HIDDEN bool mt_process_in_parent_memory(void);
 
 /* sampler.c */
 MT_HIDDEN void mt_sampler_start(void);
@@ -361,8 +392,13 @@ MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever 
 static inline __attribute__((always_inline)) bool mt_enter(void)
 {
 	if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON)) {
-		if (mt_self.guard || atomic_load(&mt_state) != MT_OFF_YET)
+		if (mt_self.guard)
 			return false;
+		if (atomic_load(&mt_state) != MT_OFF_YET) {
+			if (MT_UNLIKELY(mt_self.base) && atomic_load(&mt_state) == MT_DISABLED)
+				mt_writer_drop_thread();
+			return false;
+		}
 		mt_init();
 		if (atomic_load(&mt_state) != MT_ON)
 			return false;

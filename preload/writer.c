@@ -6,10 +6,26 @@
  * hot path is a bounds check and plain stores. A new chunk costs one atomic
  * add on the shared file header (all processes of the run map that same
  * page), a posix_fallocate, so that a full disk is an error here and never a
- * SIGBUS later, and an mmap. A full chunk is unmapped at once: its pages stay
- * in the page cache, not in the program's RSS.
+ * SIGBUS later, and an mmap. A thread's first chunk is one page and each
+ * next one twice the last, up to MT_CHUNK_SIZE_MAX: a short process costs a
+ * few KiB, a busy thread few system calls. A full chunk is unmapped at once:
+ * its pages stay in the page cache, not in the program's RSS.
  *
- * May not: take a lock, allocate with malloc, or change errno.
+ * The file's descriptor is the program's business as little as can be: it
+ * is held at a number far above the program's (fds.c), which the program's
+ * close, close_range, closefrom, dup2 and dup3 cannot take, checked by
+ * device and inode before every use and reopened by its path when the
+ * program took it anyway (a raw system call). Every writer holds a shared
+ * flock on it, so that a second run with the same output name knows the
+ * file is live and writes NAME.1 instead of moving it aside.
+ *
+ * Every chunk keeps STOP_RESERVE bytes at its end that the hot path never
+ * uses: when the trace cannot grow (a full disk, the file size limit, no
+ * address space) the thread that finds out writes the stop record there,
+ * so a reader knows where and why the trace ends.
+ *
+ * May not: take a lock in the steady state, allocate with malloc, or change
+ * errno.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -29,36 +46,43 @@
 uint32_t mt_instance;
 pid_t mt_pid;
 
-static int fd = -1;
 static struct mt_file_header *header;
-static uint32_t chunk_size;
 static char path[PATH_MAX];
+static dev_t trace_dev;
+static ino_t trace_ino;
 static pthread_key_t thread_key;
 static bool thread_key_ok;
+
+/* Room for a LOST record: type, length, reason, errno. */
+#define STOP_RESERVE 16
 
 /*
  * Chunks mapped by this process's threads, so that a forked child can unmap
  * the ones it inherited (its threads are gone, and writing there would tear
- * the parent's records). A slot holds a mapping's address or 0.
+ * the parent's records). A slot holds a mapping's address (page-aligned)
+ * with its size in units in the low bits, or 0.
  */
 #define MAPPED_SLOTS 1024
 static _Atomic uintptr_t mapped[MAPPED_SLOTS];
+_Static_assert(MT_CHUNK_SIZE_MAX / MT_CHUNK_UNIT < MT_CHUNK_UNIT, "a size fits below a page");
 
-static void mapped_add(uintptr_t p, uint32_t hint)
+static void mapped_add(uintptr_t p, uint32_t size, uint32_t hint)
 {
+	uintptr_t v = p | size / MT_CHUNK_UNIT;
+
 	for (unsigned i = 0; i < MAPPED_SLOTS; i++) {
 		uintptr_t zero = 0;
 		unsigned s = (hint + i) % MAPPED_SLOTS;
-		if (atomic_compare_exchange_strong(&mapped[s], &zero, p))
+		if (atomic_compare_exchange_strong(&mapped[s], &zero, v))
 			return;
 	}
 	/* more than MAPPED_SLOTS live threads: a forked child keeps that mapping, harmlessly */
 }
 
-static void mapped_remove(uintptr_t p, uint32_t hint)
+static void mapped_remove(uintptr_t p, uint32_t size, uint32_t hint)
 {
 	for (unsigned i = 0; i < MAPPED_SLOTS; i++) {
-		uintptr_t want = p;
+		uintptr_t want = p | size / MT_CHUNK_UNIT;
 		unsigned s = (hint + i) % MAPPED_SLOTS;
 		if (atomic_compare_exchange_strong(&mapped[s], &want, 0))
 			return;
@@ -94,14 +118,14 @@ static int resolve_path(pid_t pid)
 	}
 	if (!getcwd(path, sizeof(path) - 1))
 		return -errno;
-	if (strlen(path) + 1 + n + 8 >= sizeof(path))
+	if (strlen(path) + 1 + n + 32 >= sizeof(path))
 		return -ENAMETOOLONG;
 	strcat(path, "/");
 	strcat(path, expanded);
 	return 0;
 }
 
-static int map_header(void)
+static int map_header(int fd)
 {
 	void *p = mt_real.mmap(NULL, MT_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
@@ -111,51 +135,14 @@ static int map_header(void)
 	return 0;
 }
 
-/*
- * Root process: a new file. An earlier trace of that name is kept as
- * NAME.old; O_EXCL|O_NOFOLLOW means nothing planted at the name (a symlink
- * included) is ever written through.
- */
-int mt_writer_create(pid_t pid)
+static void init_header(pid_t pid)
 {
-	char old[PATH_MAX + 8];
 	struct timespec rt;
-	int r, tries;
 
-	r = resolve_path(pid);
-	if (r < 0) {
-		mt_say("cannot resolve the trace path %s: %s; tracing is off", mt_config.output,
-		       strerror(-r));
-		return r;
-	}
-	snprintf(old, sizeof(old), "%s.old", path);
-	for (tries = 0; tries < 2; tries++) {
-		struct stat st;
-		if (lstat(path, &st) == 0 && rename(path, old) < 0)
-			break;
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		r = -errno;
-		mt_say("cannot create the trace %s: %s; tracing is off", path, strerror(-r));
-		return r;
-	}
-	chunk_size = MT_CHUNK_SIZE_DEFAULT;
-	r = past_size_limit(MT_HEADER_SIZE) ? EFBIG : posix_fallocate(fd, 0, MT_HEADER_SIZE);
-	if (r == 0)
-		r = -map_header();
-	if (r != 0) {
-		mt_say("cannot write the trace %s: %s; tracing is off", path, strerror(r));
-		close(fd);
-		fd = -1;
-		return -r;
-	}
 	clock_gettime(CLOCK_REALTIME, &rt);
 	header->version = MT_FORMAT_VERSION;
 	header->header_size = MT_HEADER_SIZE;
-	header->chunk_size = chunk_size;
+	header->chunk_unit = MT_CHUNK_UNIT;
 	header->byte_order = MT_BYTE_ORDER_MARK;
 	header->next_chunk = MT_HEADER_SIZE;
 	header->next_instance = 0;
@@ -165,56 +152,250 @@ int mt_writer_create(pid_t pid)
 	header->root_pid = (uint32_t)pid;
 	atomic_signal_fence(memory_order_release);
 	memcpy(header->magic, MT_FILE_MAGIC, 8);
+}
+
+/*
+ * What is at name now: 1 a trace some live run holds (its writers' shared
+ * lock), 0 anything else, which may be moved aside to NAME.old (taken with
+ * an exclusive lock held, so no run can join it meanwhile).
+ */
+static int move_aside_unless_live(const char *name)
+{
+	char old[PATH_MAX + 16];
+	int f = open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	int r;
+
+	if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
+	    flock(f, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+		close(f);
+		return 1;
+	}
+	snprintf(old, sizeof(old), "%s.old", name);
+	r = rename(name, old) < 0 && errno != ENOENT ? -errno : 0;
+	if (f >= 0)
+		close(f);
+	return r;
+}
+
+/*
+ * Gives the new file at tmp the name `name` unless something is there: 0,
+ * -EEXIST, or another -errno. renameat2's RENAME_NOREPLACE is atomic; a file
+ * system without it gets link and unlink, which are too.
+ */
+static int place(const char *tmp, const char *name)
+{
+	if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (link(tmp, name) < 0)
+		return -errno;
+	unlink(tmp);
 	return 0;
 }
 
-/* Tells exec'd descendants which file to join: "dev:ino:path". */
+/*
+ * Root process: a new file, made under a temporary name, locked and given
+ * its header before it takes the trace's name, so that no other run ever
+ * sees it unlocked or half made. A finished trace at the name is kept as
+ * NAME.old; a live one is left alone and this run writes NAME.1 (or .2 ...).
+ * O_EXCL|O_NOFOLLOW: nothing planted at a name is ever written through.
+ */
+int mt_writer_create(pid_t pid)
+{
+	char tmp[PATH_MAX + 32], name[PATH_MAX + 8];
+	struct stat st;
+	int fd, r = 0, n, tries = 0;
+
+	r = resolve_path(pid);
+	if (r < 0) {
+		mt_say("cannot resolve the trace path %s: %s; tracing is off", mt_config.output,
+		       strerror(-r));
+		return r;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%d.new", path, (int)pid);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+		mt_say("cannot create the trace %s: %s; tracing is off", path, strerror(-r));
+		return r;
+	}
+	r = past_size_limit(MT_HEADER_SIZE) ? EFBIG : posix_fallocate(fd, 0, MT_HEADER_SIZE);
+	if (r == 0)
+		r = -map_header(fd);
+	if (r == 0 && (flock(fd, LOCK_SH | LOCK_NB) < 0 || fstat(fd, &st) < 0))
+		r = errno;
+	if (r != 0) {
+		mt_say("cannot write the trace %s: %s; tracing is off", path, strerror(r));
+		goto fail;
+	}
+	init_header(pid);
+	for (n = 0; n < 100 && tries < 200; tries++) {
+		if (n)
+			snprintf(name, sizeof(name), "%s.%d", path, n);
+		else
+			snprintf(name, sizeof(name), "%s", path);
+		r = place(tmp, name);
+		if (r != -EEXIST)
+			break;
+		r = move_aside_unless_live(name);
+		if (r == 1)
+			n++;
+		else if (r < 0)
+			break;
+	}
+	if (r != 0) {
+		r = r > 0 ? EEXIST : -r;
+		mt_say("cannot create the trace %s: %s; tracing is off", path, strerror(r));
+		goto fail;
+	}
+	if (n)
+		mt_say("%s is being written by another run; this run writes %s", path, name);
+	strcpy(path, name);
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	r = mt_fd_keep(MT_FD_TRACE, fd);
+	if (r < 0) {
+		mt_say("cannot keep the trace %s open: %s; tracing is off", path, strerror(-r));
+		return r;
+	}
+	return 0;
+fail:
+	if (header)
+		mt_real.munmap(header, MT_HEADER_SIZE);
+	header = NULL;
+	unlink(tmp);
+	close(fd);
+	return -r;
+}
+
+/*
+ * Tells exec'd descendants which file to join, "MEMTRACE_TREE=dev:ino:path",
+ * without setenv: setenv would allocate glibc's environment array behind
+ * the trace's back, and the program's own setenv later reallocs it (a free
+ * of a block the trace never saw). The program's environment pointers are
+ * copied to a mapping of our own with the token added; glibc copies that
+ * array into its own (traced) one the first time the program changes the
+ * environment, and never frees it.
+ */
+static void put_environment(const char *entry)
+{
+	static char token[PATH_MAX + 96];
+	size_t n = 0, k = 0, len = strlen("MEMTRACE_TREE=");
+	char **env;
+
+	if (strlen(entry) >= sizeof(token))
+		return;
+	strcpy(token, entry);
+	for (char **e = environ; e && *e; e++)
+		n++;
+	env = mt_real.mmap(NULL, (n + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
+	                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (env == MAP_FAILED)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "MEMTRACE_TREE=", len))
+			env[k++] = environ[i];
+	env[k++] = token;
+	env[k] = NULL;
+	environ = env;
+}
+
 void mt_writer_export_token(void)
 {
-	char token[PATH_MAX + 64];
-	struct stat st;
+	char entry[PATH_MAX + 96];
 
-	if (fstat(fd, &st) < 0)
-		return;
-	snprintf(token, sizeof(token), "%llu:%llu:%s", (unsigned long long)st.st_dev,
-	         (unsigned long long)st.st_ino, path);
-	setenv("MEMTRACE_TREE", token, 1);
+	snprintf(entry, sizeof(entry), "MEMTRACE_TREE=%llu:%llu:%s", (unsigned long long)trace_dev,
+	         (unsigned long long)trace_ino, path);
+	put_environment(entry);
+}
+
+/* The token's file, opened and checked; its descriptor or -1. */
+static int open_token(const char *token, bool write)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	int used = 0, fd;
+
+	if (sscanf(token, "%llu:%llu:%n", &dev, &ino, &used) != 2 || !used ||
+	    strlen(token + used) >= sizeof(path))
+		return -1;
+	fd = open(token + used, (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino) {
+		close(fd);
+		return -1;
+	}
+	strcpy(path, token + used);
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	return fd;
 }
 
 /*
  * An exec'd program below a traced process joins the trace named in the
- * token, if that name still is the same file with a header we can write.
- * Otherwise the caller starts a trace of its own.
+ * token, if that name still is the same file with a header we can write,
+ * and takes its share of the run's lock. Otherwise the caller starts a trace
+ * of its own (never at the expense of this one: see mt_writer_create).
  */
 int mt_writer_join(const char *token)
 {
-	unsigned long long dev, ino;
-	struct stat st;
-	int used = 0;
+	int fd = open_token(token, true);
 
-	if (sscanf(token, "%llu:%llu:%n", &dev, &ino, &used) != 2 || !used)
-		return -EINVAL;
-	if (strlen(token + used) >= sizeof(path))
-		return -ENAMETOOLONG;
-	strcpy(path, token + used);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino || map_header() < 0)
+		return -EINVAL;
+	if (map_header(fd) < 0)
 		goto fail;
 	if (memcmp(header->magic, MT_FILE_MAGIC, 8) || header->version != MT_FORMAT_VERSION ||
 	    header->clock != (mt_use_tsc ? MT_CLOCK_TSC : MT_CLOCK_MONOTONIC_NS) ||
-	    header->chunk_size < 4096 || header->chunk_size % 4096) {
+	    header->chunk_unit != MT_CHUNK_UNIT || flock(fd, LOCK_SH | LOCK_NB) < 0) {
 		mt_real.munmap(header, MT_HEADER_SIZE);
 		header = NULL;
 		goto fail;
 	}
-	chunk_size = header->chunk_size;
+	if (mt_fd_keep(MT_FD_TRACE, fd) < 0) {
+		mt_real.munmap(header, MT_HEADER_SIZE);
+		header = NULL;
+		return -EINVAL;
+	}
 	return 0;
 fail:
 	close(fd);
-	fd = -1;
 	return -EINVAL;
+}
+
+/*
+ * A process whose malloc is not ours: true if the run already said so. The
+ * run's trace header keeps the fact for processes that join a traced run;
+ * a run with no trace passes it on in the environment ("foreign" token).
+ */
+bool mt_writer_foreign_said(void)
+{
+	const char *token = getenv("MEMTRACE_TREE");
+	bool said = false;
+	void *p;
+	int fd;
+
+	if (token && !strcmp(token, "foreign"))
+		return true;
+	fd = token ? open_token(token, true) : -1;
+	if (fd < 0) {
+		put_environment("MEMTRACE_TREE=foreign");
+		return false;
+	}
+	p = mt_real.mmap(NULL, MT_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		struct mt_file_header *h = p;
+		if (!memcmp(h->magic, MT_FILE_MAGIC, 8) && h->version == MT_FORMAT_VERSION)
+			said = atomic_fetch_or((_Atomic uint32_t *)&h->flags,
+			                       MT_HEADER_FOREIGN_MALLOC_SAID) &
+			       MT_HEADER_FOREIGN_MALLOC_SAID;
+		mt_real.munmap(p, MT_HEADER_SIZE);
+	}
+	close(fd);
+	return said;
 }
 
 uint32_t mt_writer_new_instance(void)
@@ -222,32 +403,112 @@ uint32_t mt_writer_new_instance(void)
 	return (uint32_t)atomic_fetch_add((_Atomic uint64_t *)&header->next_instance, 1) + 1;
 }
 
+/*
+ * The trace's descriptor, held the whole time, with fds.c's lock on it (so
+ * that no dup2 of the program moves it while we use it): release it with
+ * mt_fd_release(MT_FD_TRACE). If the program took the number anyway (a raw
+ * close_range, say), the file is opened again by its path, checked to be
+ * the same file, and locked again. -errno when it is gone. Slow path.
+ */
+static int trace_fd_hold(void)
+{
+	struct stat st;
+	int fd = mt_fd_hold(MT_FD_TRACE), r;
+
+	if (fd >= 0)
+		return fd;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	flock(fd, LOCK_SH | LOCK_NB);
+	r = mt_fd_keep(MT_FD_TRACE, fd);
+	if (r < 0)
+		return r;
+	fd = mt_fd_hold(MT_FD_TRACE);
+	return fd >= 0 ? fd : -EBADF;
+}
+
+/* Gives back the unused whole pages at the end of a chunk the thread is done with. */
+static void punch_tail(struct mt_thread *t)
+{
+	uint64_t used =
+	        ((uint64_t)(t->pos - t->base) + MT_CHUNK_UNIT - 1) & ~(uint64_t)(MT_CHUNK_UNIT - 1);
+	int fd;
+
+	if (used >= t->chunk_bytes)
+		return;
+	fd = trace_fd_hold();
+	if (fd < 0)
+		return;
+	fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(t->chunk_off + used),
+	          (off_t)(t->chunk_bytes - used));
+	mt_fd_release(MT_FD_TRACE);
+}
+
 static void release_chunk(struct mt_thread *t)
 {
 	if (!t->base)
 		return;
-	mapped_remove((uintptr_t)t->base, t->tid);
-	mt_real.munmap(t->base, chunk_size);
+	mapped_remove((uintptr_t)t->base, t->chunk_bytes, t->tid);
+	mt_real.munmap(t->base, t->chunk_bytes);
 	t->base = t->pos = t->end = NULL;
 }
 
-/* Thread exit (pthread key destructor): give the chunk's mapping back. */
+/* Thread exit (pthread key destructor): give the chunk and its unused pages back. */
 static void thread_gone(void *arg)
 {
 	struct mt_thread *t = &mt_self;
 	bool guard = t->guard;
+	int saved = errno;
 
 	(void)arg;
 	t->guard = true;
+	if (t->base && atomic_load(&mt_state) == MT_ON)
+		punch_tail(t);
 	release_chunk(t);
 	mt_area_release(t);
 	t->key_set = false;
 	t->guard = guard;
+	errno = saved;
 }
 
 void mt_writer_thread_key(void)
 {
 	thread_key_ok = pthread_key_create(&thread_key, thread_gone) == 0;
+}
+
+/* A thread that finds tracing stopped gives its chunk and scratch back. */
+void mt_writer_drop_thread(void)
+{
+	struct mt_thread *t = &mt_self;
+	int saved = errno;
+
+	t->guard = true;
+	release_chunk(t);
+	mt_area_release(t);
+	t->guard = false;
+	errno = saved;
+}
+
+/*
+ * Tracing stops for good (err is an errno, said after why unless why says
+ * it). The thread that stops it writes the stop record into the room its
+ * chunk kept for it.
+ */
+static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
+{
+	uint8_t *rec, *q;
+
+	if (!mt_disable(why, say_err ? err : 0) || !t->base)
+		return;
+	rec = t->pos;
+	q = mt_put_varint(rec + 2, MT_LOST_DISABLED);
+	q = mt_put_varint(q, (uint64_t)err);
+	mt_commit_small(rec, MT_REC_LOST, q);
 }
 
 #ifdef MADV_POPULATE_WRITE
@@ -256,57 +517,93 @@ void mt_writer_thread_key(void)
 #define MT_MADV_POPULATE_WRITE 23 /* the value in Linux's uapi headers */
 #endif
 
+/*
+ * Claims and maps size bytes at the end of the file. On failure the file
+ * is left ending where it ended: ext4 can extend a file in part before it
+ * says ENOSPC, and a part chunk would read as a cut trace.
+ */
+static uint8_t *map_chunk(struct mt_thread *t, uint32_t size, uint64_t *off_out)
+{
+	uint64_t off = atomic_fetch_add((_Atomic uint64_t *)&header->next_chunk, size);
+	struct stat st;
+	uint8_t *p;
+	int fd, r;
+
+	if (past_size_limit(off + size)) {
+		/* extending would raise SIGXFSZ, which kills by default */
+		stop(t, "the trace would pass the file size limit (ulimit -f)", EFBIG, false);
+		return NULL;
+	}
+	fd = trace_fd_hold();
+	if (fd < 0) {
+		stop(t, "the trace file was closed, moved or replaced", -fd, true);
+		return NULL;
+	}
+	r = posix_fallocate(fd, (off_t)off, size);
+	if (r != 0) {
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > off &&
+		    (uint64_t)st.st_size < off + size && ftruncate(fd, (off_t)off) < 0) {
+			/* the reader copes with a part chunk too */
+		}
+		mt_fd_release(MT_FD_TRACE);
+		stop(t, "cannot extend the trace file", r, true);
+		return NULL;
+	}
+	p = mt_real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	r = errno;
+	mt_fd_release(MT_FD_TRACE);
+	if (p == MAP_FAILED) {
+		stop(t, "cannot map the trace file", r, true);
+		return NULL;
+	}
+	*off_out = off;
+	return p;
+}
+
 /* Slow path: the current chunk is full (or there is none); claim the next. */
 uint8_t *mt_writer_room_slow(size_t need)
 {
 	struct mt_thread *t = &mt_self;
+	size_t hdr = sizeof(struct mt_chunk_header);
 	struct mt_chunk_header *ch;
+	uint32_t size = t->chunk_next ? t->chunk_next : MT_CHUNK_SIZE_FIRST;
 	int saved = errno;
 	uint64_t off;
 	uint8_t *p;
-	int r;
 
 	if (atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON ||
-	    need > chunk_size - sizeof(*ch))
+	    need > MT_CHUNK_SIZE_MAX - hdr - STOP_RESERVE)
 		return NULL;
 	if (!t->tid)
 		t->tid = (uint32_t)syscall(SYS_gettid);
+	while (size < need + hdr + STOP_RESERVE)
+		size *= 2;
+	/* the new chunk first: if there is none, the old one holds the stop record */
+	p = map_chunk(t, size, &off);
+	if (!p) {
+		errno = saved;
+		return NULL;
+	}
 	release_chunk(t);
-	off = atomic_fetch_add((_Atomic uint64_t *)&header->next_chunk, chunk_size);
-	if (past_size_limit(off + chunk_size)) {
-		/* extending would raise SIGXFSZ, which kills by default */
-		mt_disable("the trace would pass the file size limit (ulimit -f)", 0);
-		errno = saved;
-		return NULL;
-	}
-	r = posix_fallocate(fd, (off_t)off, chunk_size);
-	if (r != 0) {
-		mt_disable("cannot extend the trace file", r);
-		errno = saved;
-		return NULL;
-	}
-	p = mt_real.mmap(NULL, chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-	                 (off_t)off);
-	if (p == MAP_FAILED) {
-		mt_disable("cannot map the trace file", errno);
-		errno = saved;
-		return NULL;
-	}
 	/* the pages writable at once: one call, not a write fault per page (Linux 5.14+;
 	 * an older kernel says EINVAL and the pages fault in as they are written) */
-	madvise(p, chunk_size, MT_MADV_POPULATE_WRITE);
-	mapped_add((uintptr_t)p, t->tid);
+	madvise(p, size, MT_MADV_POPULATE_WRITE);
+	mapped_add((uintptr_t)p, size, t->tid);
 	ch = (struct mt_chunk_header *)p;
 	ch->instance = mt_instance;
 	ch->pid = (uint32_t)mt_pid;
 	ch->tid = t->tid;
 	ch->base_ticks = mt_now();
 	ch->base_ns = mt_monotonic_ns();
+	ch->size = size;
 	atomic_signal_fence(memory_order_release);
 	ch->magic = MT_CHUNK_MAGIC;
 	t->base = p;
-	t->pos = p + sizeof(*ch);
-	t->end = p + chunk_size;
+	t->pos = p + hdr;
+	t->end = p + size - STOP_RESERVE;
+	t->chunk_bytes = size;
+	t->chunk_off = off;
+	t->chunk_next = size < MT_CHUNK_SIZE_MAX ? size * 2 : MT_CHUNK_SIZE_MAX;
 	t->time = ch->base_ticks;
 	t->addr = 0;
 	if (thread_key_ok && !t->key_set) {
@@ -316,15 +613,20 @@ uint8_t *mt_writer_room_slow(size_t need)
 	return t->pos;
 }
 
-/* Fork child: the inherited chunks are the parent's; unmap them all. */
+/*
+ * A new process (fork, or a clone that ran no fork handler): the inherited
+ * chunks are the parent's; unmap them all. The child's chunks start small.
+ */
 void mt_writer_after_fork(void)
 {
 	for (unsigned i = 0; i < MAPPED_SLOTS; i++) {
-		uintptr_t p = atomic_exchange(&mapped[i], 0);
-		if (p)
-			mt_real.munmap((void *)p, chunk_size);
+		uintptr_t v = atomic_exchange(&mapped[i], 0);
+		if (v)
+			mt_real.munmap((void *)(v & ~(uintptr_t)(MT_CHUNK_UNIT - 1)),
+			               (v & (MT_CHUNK_UNIT - 1)) * MT_CHUNK_UNIT);
 	}
 	mt_self.base = mt_self.pos = mt_self.end = NULL;
+	mt_self.chunk_next = 0;
 	mt_self.tid = (uint32_t)syscall(SYS_gettid);
 	mt_instance = mt_writer_new_instance();
 }

@@ -8,9 +8,11 @@
  * This header may be included by the preload library, so it holds only
  * constants, plain structs and static inline helpers: no allocation, no I/O.
  *
- * Layout: a 4096-byte file header, then fixed-size chunks. Every thread of
- * every process of one traced run claims whole chunks with one atomic add on
- * the header's next_chunk and fills them with records. A record is
+ * Layout: a 4096-byte file header, then chunks, each a multiple of 4096
+ * bytes that says its own size. Every thread of every process of one traced
+ * run claims chunks with one atomic add on the header's next_chunk (a
+ * thread's first chunk is small, each next one twice the last, up to
+ * MT_CHUNK_SIZE_MAX) and fills them with records. A record is
  *
  *     u8 type | uleb128 payload length | payload
  *
@@ -24,9 +26,11 @@
 #include <stdint.h>
 
 #define MT_FILE_MAGIC         "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION     1
+#define MT_FORMAT_VERSION     2
 #define MT_HEADER_SIZE        4096u
-#define MT_CHUNK_SIZE_DEFAULT (256u * 1024u)
+#define MT_CHUNK_UNIT         4096u          /* chunks start and end on multiples of it */
+#define MT_CHUNK_SIZE_FIRST   MT_CHUNK_UNIT  /* a thread's first chunk */
+#define MT_CHUNK_SIZE_MAX     (256u * 1024u) /* a thread's chunks double up to this */
 #define MT_CHUNK_MAGIC        0x4b43544du /* "MTCK" little-endian */
 #define MT_BYTE_ORDER_MARK    0x01020304u
 
@@ -35,7 +39,7 @@ struct mt_file_header {
 	char magic[8];
 	uint32_t version;
 	uint32_t header_size;       /* offset of the first chunk */
-	uint32_t chunk_size;        /* bytes per chunk, header included */
+	uint32_t chunk_unit;        /* MT_CHUNK_UNIT: chunk offsets and sizes are multiples */
 	uint32_t byte_order;        /* MT_BYTE_ORDER_MARK as written */
 	uint64_t next_chunk;        /* atomic: offset of the next unclaimed chunk */
 	uint64_t next_instance;     /* atomic: last process instance id handed out */
@@ -43,6 +47,14 @@ struct mt_file_header {
 	uint64_t created_monotonic; /* CLOCK_MONOTONIC ns at the same moment */
 	uint32_t root_pid;
 	uint32_t clock; /* enum mt_clock: the unit of record times */
+	uint32_t flags; /* atomic: enum mt_header_flag */
+};
+
+/* Run-wide facts the processes of a run share through the header. */
+enum mt_header_flag {
+	/* a process of the run found its own malloc before memtrace's and said so on
+	 * stderr: the run's later ones stay quiet */
+	MT_HEADER_FOREIGN_MALLOC_SAID = 1,
 };
 
 /*
@@ -56,7 +68,12 @@ enum mt_clock {
 	MT_CLOCK_TSC = 1,          /* x86 time-stamp counter, invariant and synchronized */
 };
 
-/* Each chunk starts with this; records follow it immediately. */
+/*
+ * Each chunk starts with this; records follow it immediately. A chunk whose
+ * magic is 0 was claimed by a writer that never wrote it (killed, or its
+ * disk full): its size is unknown, and a reader steps over it one
+ * MT_CHUNK_UNIT at a time to the next chunk.
+ */
 struct mt_chunk_header {
 	uint32_t magic;    /* MT_CHUNK_MAGIC once the chunk is in use, else 0 */
 	uint32_t instance; /* process instance (see MT_REC_PROCESS) */
@@ -64,6 +81,8 @@ struct mt_chunk_header {
 	uint32_t tid;
 	uint64_t base_ticks; /* the time register's start */
 	uint64_t base_ns;    /* CLOCK_MONOTONIC ns at base_ticks */
+	uint32_t size;       /* bytes of the chunk, this header included */
+	uint32_t reserved;   /* 0 */
 };
 
 /* Record types. 0 is never a record: it ends a chunk's data. */
@@ -84,6 +103,7 @@ enum mt_record_type {
 	MT_REC_EXIT = 13,   /* the process ended cleanly */
 	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
 	MT_REC_MARK = 15,   /* memtrace_mark(): a point the program named */
+	MT_REC_EXEC = 16,   /* the process calls an exec function: it may become untraced */
 	MT_REC_TYPE_COUNT
 };
 

@@ -317,7 +317,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink = h;
 		return 0;
 	}
-	mix(&h, t.header.version ^ t.header.chunk_size ^ t.chunk_count ^ t.truncated);
+	mix(&h, t.header.version ^ t.header.chunk_unit ^ t.chunk_count ^ t.truncated);
 	walk_chunks(&t, &h);
 	replay(&t, &h);
 	mt_reader_close(&t);

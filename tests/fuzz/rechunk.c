@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 	h->created_monotonic = t.header.created_monotonic;
 	h->root_pid = t.header.root_pid;
 	h->clock = t.header.clock;
-	for (uint64_t i = 0; i < t.chunk_count && !full; i++) {
+	for (uint64_t i = 0; i < mt_reader_chunk_slots(&t) && !full; i++) {
 		struct mt_cursor c;
 
 		if (mt_cursor_init(&c, &t, i, &err) <= 0)

@@ -3,7 +3,7 @@
  * Writes a small known trace for the command-line tests (test-cli.py):
  * `make-trace SCENARIO FILE`. Scenarios: good (a root that exits 3 and
  * leaves 300 bytes, a child forked before its last free and killed), cut (good, cut inside
- * its last chunk), newer (a version 2 header).
+ * its last chunk), newer (a header of the next version).
  *
  * May not: be installed; it is a test fixture.
  */
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "cut"))
 		size -= 1000;
 	else if (!strcmp(argv[1], "newer"))
-		((struct mt_file_header *)b.buf)->version = 2;
+		((struct mt_file_header *)b.buf)->version = MT_FORMAT_VERSION + 1;
 	else if (strcmp(argv[1], "good"))
 		return 1;
 	f = fopen(argv[2], "wb");

@@ -107,6 +107,7 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	tb_dt(b, 5000150);
 	tb_str(b, "epoch 3", 7);
 	off[MT_REC_MARK] = tb_end(b, MT_REC_MARK);
+	off[MT_REC_EXEC] = tb_exec(b, 5000160, "/bin/static prog");
 }
 
 static void test_every_type(void)
@@ -229,6 +230,11 @@ static void test_every_type(void)
 			CHECK(!memcmp(rec.u.mark.label.data, "epoch 3", 7));
 			CHECK_EQ(rec.time, 5000150);
 			break;
+		case MT_REC_EXEC:
+			CHECK_EQ(rec.u.exec.path.len, 16);
+			CHECK(!memcmp(rec.u.exec.path.data, "/bin/static prog", 16));
+			CHECK_EQ(rec.time, 5000160);
+			break;
 		}
 	}
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
@@ -303,19 +309,23 @@ static void test_header_errors(void)
 
 	tb_init(&b, CHUNK);
 	h = (struct mt_file_header *)b.buf;
-	h->version = 2;
+	h->version = 3;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
-	CHECK_STR(err.message, "trace format version 2 is newer than this memtrace reads (1)");
+	CHECK_STR(err.message, "trace format version 3 is newer than this memtrace reads (2)");
 	CHECK_EQ(err.offset, 8);
 	h->version = 1;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
+	CHECK_STR(err.message, "trace format version 1 is older than this memtrace reads (2); "
+	                       "read it with the memtrace that wrote it");
+	h->version = 2;
 	h->byte_order = __builtin_bswap32(MT_BYTE_ORDER_MARK);
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
 	CHECK_EQ(err.offset, 20);
 	h->byte_order = MT_BYTE_ORDER_MARK;
-	h->chunk_size = 1000;
+	h->chunk_unit = 1000;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EBADMSG);
 	CHECK_EQ(err.offset, 16);
-	h->chunk_size = CHUNK;
+	h->chunk_unit = MT_CHUNK_UNIT;
 	h->header_size = 8;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EBADMSG);
 	CHECK_EQ(err.offset, 12);
@@ -353,14 +363,18 @@ static void test_zero_type_and_unused_chunks(void)
 	tb_alloc(&b, 2001, MT_FN_MALLOC, 0x3000, 30, 0);
 
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
-	CHECK_EQ(mt_reader_chunk_slots(&t), 3);
+	/* the unwritten chunk is stepped over: two chunks, the second after it */
+	CHECK_EQ(mt_reader_chunk_slots(&t), 2);
+	CHECK_EQ(t.unused_chunks, 1);
 	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
 	CHECK_EQ(rec.u.alloc.addr, 0x1000);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
-	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 0);
-	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
+	CHECK_EQ(c.chunk.offset, MT_HEADER_SIZE + 2 * CHUNK);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.alloc.addr, 0x3000);
 	CHECK_EQ(mt_replay_open(&rp, &t, &err), 0);
 	CHECK_EQ(mt_replay_trace_stats(rp)->unused_chunks, 1);
 	CHECK_EQ(mt_replay_trace_stats(rp)->chunks, 2);
@@ -483,13 +497,13 @@ static void test_corrupt_records(void)
 	tb_chunk(&b, 1, 100, 100, 1000);
 	at = b.pos;
 	b.buf[at] = 99;
-	b.buf[at + 1] = 0x80 | ((CHUNK - 32 - 4) & 0x7f);
-	b.buf[at + 2] = 0x80 | (((CHUNK - 32 - 4) >> 7) & 0x7f);
+	b.buf[at + 1] = 0x80 | ((CHUNK - 40 - 4) & 0x7f);
+	b.buf[at + 2] = 0x80 | (((CHUNK - 40 - 4) >> 7) & 0x7f);
 	b.buf[at + 3] = 0;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
 	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
-	CHECK_EQ(rec.length, CHUNK - 32 - 4);
+	CHECK_EQ(rec.length, CHUNK - 40 - 4);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
 	mt_reader_close(&t);
 	tb_free_buf(&b);

@@ -334,6 +334,71 @@ static void test_merge_order(void)
 	done(&run, &b);
 }
 
+/*
+ * An instance whose last record is an EXEC, with no EXIT and no traced
+ * program of its pid after it, was replaced by an untraced program; an EXEC
+ * that records follow failed and changes nothing; a SAMPLE after it does not
+ * count (the sampler may finish one before the kernel ends it).
+ */
+static void test_exec_ends(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	struct mt_error err = {0};
+	const struct mt_instance *in;
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	/* 1: allocates, execs a static program; its sampler's last SAMPLE comes later */
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 100, 0);
+	tb_exec(&b, 20, "/bin/static");
+	tb_chunk(&b, 1, 100, 101, 21);
+	tb_sample(&b, 21, 21, sample, MT_SAMPLE_FIELD_COUNT);
+	/* 2: an exec that fails, an allocation after it on another thread, then killed */
+	tb_chunk(&b, 2, 200, 200, 0);
+	tb_process(&b, 1, 200, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_exec(&b, 30, "/missing");
+	tb_chunk(&b, 2, 200, 201, 5);
+	tb_alloc(&b, 31, MT_FN_MALLOC, 0xB000, 10, 0);
+	/* 3: fails once, exits */
+	tb_chunk(&b, 3, 300, 300, 0);
+	tb_process(&b, 1, 300, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_exec(&b, 40, "/missing");
+	tb_exit(&b, 41, MT_EXIT_UNDERSCORE, 127);
+	/* 4: fails, then execs a traced program: instance 5 of the same pid */
+	tb_chunk(&b, 4, 400, 400, 0);
+	tb_process(&b, 1, 400, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_exec(&b, 50, "/missing");
+	tb_alloc(&b, 51, MT_FN_MALLOC, 0xC000, 10, 0);
+	tb_exec(&b, 52, "/bin/traced");
+	tb_chunk(&b, 5, 400, 400, 60);
+	tb_process(&b, 60, 400, 1, MT_ORIGIN_EXEC, 0, "/bin/traced", "traced", 6);
+
+	memset(&run, 0, sizeof(run));
+	CHECK_EQ(mt_reader_open_memory(&run.t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_replay_open(&run.r, &run.t, &err), 0);
+	CHECK_EQ(mt_replay_run(run.r, NULL, NULL, &err), 0);
+	in = mt_replay_find_instance(run.r, 1);
+	CHECK_EQ(in->end, MT_END_EXEC_UNTRACED);
+	CHECK_STR(in->exec_path, "/bin/static");
+	CHECK_STR(mt_end_name(in->end), "exec-untraced");
+	CHECK_EQ(host(&run, 1)->live_bytes, 100);
+	in = mt_replay_find_instance(run.r, 2);
+	CHECK_EQ(in->end, MT_END_KILLED);
+	CHECK(!in->exec_path);
+	in = mt_replay_find_instance(run.r, 3);
+	CHECK_EQ(in->end, MT_END_EXIT);
+	CHECK_EQ(in->exit_status, 127);
+	CHECK(!in->exec_path);
+	in = mt_replay_find_instance(run.r, 4);
+	CHECK_EQ(in->end, MT_END_EXEC);
+	CHECK_STR(in->exec_path, "/bin/traced");
+	CHECK_EQ(mt_replay_find_instance(run.r, 5)->end, MT_END_KILLED);
+	done(&run, &b);
+}
+
 int main(void)
 {
 	test_realloc();
@@ -341,6 +406,7 @@ int main(void)
 	test_fork_and_ends();
 	test_peak_stacks_and_fails();
 	test_merge_order();
+	test_exec_ends();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;

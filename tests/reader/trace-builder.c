@@ -22,7 +22,7 @@ static void grow(struct tb *b, size_t size)
 
 void tb_init(struct tb *b, uint32_t chunk_size)
 {
-	struct mt_file_header h = { 0 };
+	struct mt_file_header h = {0};
 
 	memset(b, 0, sizeof(*b));
 	b->chunk_size = chunk_size;
@@ -30,7 +30,7 @@ void tb_init(struct tb *b, uint32_t chunk_size)
 	memcpy(h.magic, MT_FILE_MAGIC, 8);
 	h.version = MT_FORMAT_VERSION;
 	h.header_size = MT_HEADER_SIZE;
-	h.chunk_size = chunk_size;
+	h.chunk_unit = MT_CHUNK_UNIT;
 	h.byte_order = MT_BYTE_ORDER_MARK;
 	h.next_chunk = MT_HEADER_SIZE;
 	h.created_monotonic = 1000000;
@@ -46,9 +46,11 @@ void tb_free_buf(struct tb *b)
 }
 
 void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pid, uint32_t tid,
-		    uint64_t base)
+                    uint64_t base)
 {
-	struct mt_chunk_header ch = { magic, instance, pid, tid, base, base };
+	/* a chunk never written is all zeros, its size too */
+	struct mt_chunk_header ch = {
+	        magic, instance, pid, tid, base, base, magic ? b->chunk_size : 0, 0};
 	struct mt_file_header *h;
 
 	b->chunk = b->size;
@@ -110,7 +112,7 @@ size_t tb_end(struct tb *b, uint8_t type)
 }
 
 size_t tb_process(struct tb *b, uint64_t t, uint32_t pid, uint32_t ppid, uint32_t origin,
-		  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len)
+                  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len)
 {
 	tb_dt(b, t);
 	tb_u(b, pid);
@@ -153,7 +155,7 @@ size_t tb_free(struct tb *b, uint64_t t, uint64_t addr)
 }
 
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,
-		  uint64_t size, uint32_t stack)
+                  uint64_t size, uint32_t stack)
 {
 	tb_dt(b, t1);
 	tb_u(b, t1 - t0);
@@ -196,7 +198,7 @@ size_t tb_munmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len)
 }
 
 size_t tb_mremap(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t old_len,
-		 uint64_t addr, uint64_t len, uint32_t stack)
+                 uint64_t addr, uint64_t len, uint32_t stack)
 {
 	tb_dt(b, t1);
 	tb_u(b, t1 - t0);
@@ -231,4 +233,11 @@ size_t tb_mark(struct tb *b, uint64_t t, const char *label)
 	tb_dt(b, t);
 	tb_str(b, label, strlen(label));
 	return tb_end(b, MT_REC_MARK);
+}
+
+size_t tb_exec(struct tb *b, uint64_t t, const char *path)
+{
+	tb_dt(b, t);
+	tb_str(b, path, strlen(path));
+	return tb_end(b, MT_REC_EXEC);
 }

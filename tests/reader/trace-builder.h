@@ -18,7 +18,7 @@
 struct tb {
 	uint8_t *buf;
 	size_t size;
-	uint32_t chunk_size;
+	uint32_t chunk_size; /* of every chunk: a multiple of MT_CHUNK_UNIT */
 	size_t chunk;      /* offset of the chunk being written, 0 if none */
 	size_t pos;        /* next record's offset */
 	uint64_t time, addr;
@@ -56,5 +56,6 @@ size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
 /* A SAMPLE with n values in enum mt_sample_field order; ns is its CLOCK_MONOTONIC pair. */
 size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n);
 size_t tb_mark(struct tb *b, uint64_t t, const char *label);
+size_t tb_exec(struct tb *b, uint64_t t, const char *path);
 
 #endif
