@@ -361,6 +361,13 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		} else {
 			json_object_set_new(o, "exit_status", json_null());
 		}
+		json_object_set_new(o, "exec_path",
+		                    mt_end_replaced(in->end) && in->exec_path
+		                            ? json_string(in->exec_path)
+		                            : json_null());
+		json_object_set_new(o, "stop_errno", in->end == MT_END_STOPPED
+		                                             ? json_integer(in->stopped_errno)
+		                                             : json_null());
 		json_object_set_new(o, "threads", json_integer(in->threads));
 		json_object_set_new(o, "events", mt_json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", mt_json_u64(in->lost_stack_events));

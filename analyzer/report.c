@@ -124,7 +124,7 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 	       (double)mt_analysis_since_start(a, p->in, s->peak_time) / 1e6);
 	print_stacks(a, syms, k, MT_METRIC_PEAK, top);
 	mt_size_text(b1, sizeof(b1), k->leaked_bytes);
-	if (p->in->end == MT_END_EXEC) {
+	if (mt_end_replaced(p->in->end)) {
 		mt_size_text(b2, sizeof(b2), s->live_bytes);
 		printf("    no leaks: the exec dropped the %s then live\n", b2);
 	} else if (k->leaked_blocks) {
@@ -308,8 +308,20 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 		case MT_END_EXEC:
 			printf("  replaced by exec\n");
 			break;
+		case MT_END_EXEC_UNTRACED:
+			/* say why this process has no exit, and that it was not killed */
+			printf("  replaced by an untraced program %s\n", in->exec_path);
+			printf("    (a program memtrace cannot enter, such as a static or setuid "
+			       "one: the process was not killed, its figures end at the exec)\n");
+			break;
 		case MT_END_STOPPED:
-			printf("  tracing stopped (errno %" PRId64 "): the figures end there\n",
+			/* the capture could not go on (a full disk, ulimit -f, no address space):
+			 * the program ran on, so this is no crash */
+			printf("  tracing stopped: %s (errno %" PRId64 "); the program ran on, its "
+			       "figures end there\n",
+			       in->stopped_errno > 0 && in->stopped_errno < 4096
+			               ? strerror((int)in->stopped_errno)
+			               : "unknown error",
 			       in->stopped_errno);
 			break;
 		}

@@ -99,6 +99,13 @@ def stopped_trace(trace, extra=None, preexec=None, expect=b""):
     check(p["end"] == "stopped", f"the process ends {p['end']!r}, expected 'stopped'")
     h = host(p)
     check(0 < h["allocations"] < 300001, f"{h['allocations']} allocations read")
+    rep = run([BIN, "report", "--json", trace])
+    check(rep.returncode == 0, f"report of the stopped trace: {rep.stderr!r}")
+    (rp,) = json.loads(rep.stdout)["processes"]
+    check((rp["end"], rp["stop_errno"]) == ("stopped", p["stop_errno"]),
+          f"report: end {rp['end']} stop_errno {rp['stop_errno']}")
+    text = run([BIN, "report", trace]).stdout.decode()
+    check("tracing stopped: " in text and "the program ran on" in text, f"report text: {text[:300]}")
     return p
 
 
