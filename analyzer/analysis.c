@@ -525,7 +525,7 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 {
 	struct mt_analysis_run *run = ctx;
-	struct collect c = {.run = run, .leaks = in->end != MT_END_EXEC};
+	struct collect c = {.run = run, .leaks = !mt_end_replaced(in->end)};
 	int ret;
 
 	if (in != run->in && (ret = begin_instance(run, in)) < 0)

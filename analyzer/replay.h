@@ -57,7 +57,16 @@ enum mt_end {
 	MT_END_EXIT,       /* an EXIT record: exit_how, exit_status */
 	MT_END_EXEC,       /* replaced by a program exec'd with the same pid */
 	MT_END_STOPPED,    /* tracing stopped (LOST reason 2): the end is not known */
+	/* its last record is an EXEC and no traced program of its pid follows: it became a
+	 * program memtrace cannot enter (static, setuid, no LD_PRELOAD) */
+	MT_END_EXEC_UNTRACED,
 };
+
+/* The process image ended in an exec: the kernel dropped its memory, nothing leaked. */
+static inline bool mt_end_replaced(enum mt_end end)
+{
+	return end == MT_END_EXEC || end == MT_END_EXEC_UNTRACED;
+}
 
 /* A failed allocation; the first MT_REPLAY_MAX_FAILS of an instance are kept. */
 struct mt_fail_event {
@@ -126,6 +135,7 @@ struct mt_instance {
 	char *cmdline; /* arguments joined by spaces, for display */
 	enum mt_end end;
 	uint32_t exit_how, exit_status;
+	char *exec_path; /* ended by exec (see end): the program the EXEC record names */
 	uint64_t end_time; /* the EXIT record's time, or the last record's */
 	uint64_t records;  /* records of all kinds in this instance's chunks */
 	uint64_t events;   /* ALLOC .. MREMAP records */
@@ -196,7 +206,7 @@ static inline bool mt_kind_shown(const struct mt_instance *in, unsigned k)
 	       s->inherited_blocks;
 }
 
-/* "exit", "exec", "stopped" or "killed". */
+/* "exit", "exec", "exec-untraced", "stopped" or "killed". */
 const char *mt_end_name(enum mt_end end);
 
 /* The key of a block in the live set: its address, or a tagged CUDA handle. */

@@ -73,11 +73,18 @@ void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_p
 	mt_commit_large(rec, MT_REC_PROCESS, q);
 }
 
+bool mt_process_in_parent_memory(void)
+{
+	return getpid() != mt_pid;
+}
+
 void mt_process_exit_record(unsigned how, int status)
 {
 	uint8_t *rec, *q;
 
-	if (atomic_load(&mt_state) != MT_ON || atomic_exchange(&exit_written, true))
+	/* a vfork child's _exit after a failed exec: the parent's instance goes on */
+	if (atomic_load(&mt_state) != MT_ON || mt_process_in_parent_memory() ||
+	    atomic_exchange(&exit_written, true))
 		return;
 	mt_sampler_last(); /* the last figures before the end */
 	rec = mt_room(4 + 4 * MT_MAX_VARINT);
@@ -123,7 +130,9 @@ MT_EXPORT void exit(int status)
 {
 	int zero = 0;
 
-	if (atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_EXIT))
+	/* exit_how is the parent's in a vfork child, which must not set it */
+	if (atomic_load(&mt_state) == MT_ON && !mt_process_in_parent_memory() &&
+	    atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_EXIT))
 		exit_status = status;
 	mt_real_resolve();
 	mt_real.exit(status);

@@ -48,6 +48,12 @@ void mt_real_resolve(void)
 	LOOKUP(_exit, "_exit");
 	LOOKUP(_Exit, "_Exit");
 	LOOKUP(libc_start_main, "__libc_start_main");
+	LOOKUP(execve, "execve");
+	LOOKUP(execv, "execv");
+	LOOKUP(execvp, "execvp");
+	LOOKUP(execvpe, "execvpe");
+	LOOKUP(fexecve, "fexecve");
+	LOOKUP(execveat, "execveat");
 	LOOKUP(close, "close");
 	LOOKUP(close_range, "close_range");
 	LOOKUP(closefrom, "closefrom");

@@ -11,6 +11,7 @@ INTERPOSED = {
     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
     "mmap", "mmap64", "munmap", "mremap", "exit", "_exit", "_Exit", "__libc_start_main",
     "close", "close_range", "closefrom", "dup2", "dup3",
+    "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat",
     "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync",
     "cudaMallocManaged", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocHost", "cudaHostAlloc",
     "cudaFreeHost", "cudaHostRegister", "cudaHostUnregister",

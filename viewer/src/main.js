@@ -13,6 +13,7 @@ function ending(p) {
   switch (p.end) {
     case 'exit': return `exited with status ${p.exit_status} (${p.exit_how})`;
     case 'exec': return 'replaced by exec';
+    case 'exec-untraced': return `replaced by an untraced program ${p.exec_path}`;
     case 'stopped': return 'tracing stopped: the figures end there';
     default: return 'killed (no exit record)';
   }

@@ -63,7 +63,8 @@ function failure(f) {
 
 // What the memory live at the end of a process is, by how it ended (as the text report says).
 export function leakWord(end) {
-  return { exit: 'leaked', exec: 'live at the exec', killed: 'live at death' }[end] || 'live when tracing stopped';
+  return { exit: 'leaked', exec: 'live at the exec', 'exec-untraced': 'live at the exec', killed: 'live at death' }[end] ||
+    'live when tracing stopped';
 }
 
 export function kindSection(kind, mem, end) {
