@@ -74,7 +74,8 @@ struct slot {
 };
 
 static struct slot slots[] = {
-        {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
+        {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
+        {.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
 };
 _Static_assert(sizeof(slots) / sizeof(slots[0]) == MT_FD_SLOTS, "one slot per enum mt_fd_slot");
 static _Atomic pid_t owner;  /* the process whose memory the slots describe */

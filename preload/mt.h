@@ -191,6 +191,8 @@ enum mt_fd_slot {
 	MT_FD_CGROUP,
 	MT_FD_CG_CURRENT,
 	MT_FD_CG_MAX,
+	MT_FD_UNWIND_READ, /* libunwind's memory-check pipe (unwind-pipe.c) */
+	MT_FD_UNWIND_WRITE,
 	MT_FD_SLOTS
 };
 /* Moves fd to a high close-on-exec number and remembers its dev/ino in the
@@ -387,6 +389,12 @@ MT_HIDDEN bool mt_process_in_parent_memory(void);
 MT_HIDDEN void mt_sampler_start(void);
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
+/* The heap figures' states (sampler.c): a program thread takes them at the
+ * end of an interposed call, where it holds no malloc lock, when WANTED, and
+ * marks FRESH ones stale; so the hot path tests one byte. */
+enum { MT_HEAP_QUIET = 0, MT_HEAP_WANTED = 1, MT_HEAP_FRESH = 2, MT_HEAP_TAKING = 4 };
+MT_HIDDEN extern _Atomic unsigned char mt_heap_ask;
+MT_HIDDEN void mt_sampler_heap(void); /* slow side of mt_leave_hot */
 
 /* Enters memtrace for one event, or says the call is to pass through. */
 static inline __attribute__((always_inline)) bool mt_enter(void)
@@ -417,6 +425,9 @@ static inline __attribute__((always_inline)) bool mt_enter(void)
  */
 static inline void mt_leave_hot(void)
 {
+	if (MT_UNLIKELY(atomic_load_explicit(&mt_heap_ask, memory_order_relaxed) &
+	                (MT_HEAP_WANTED | MT_HEAP_FRESH)))
+		mt_sampler_heap();
 	mt_self.guard = false;
 }
 

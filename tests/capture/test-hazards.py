@@ -185,6 +185,26 @@ def test_not_ours_said_once():
     shutil.rmtree(d)
 
 
+def test_low_descriptors_left_free():
+    """The program's next descriptor is the one it gets untraced: memtrace
+    (and libunwind, whose memory checks use a pipe) keep nothing below."""
+    d = workdir()
+    code = ("import os\n"
+            "fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(4)]\n"
+            "print(fds)\n"
+            "os.closerange(3, 1024)\n"
+            "print(os.open('/dev/null', os.O_RDONLY))\n")
+    plain = run(["python3", "-c", code])
+    for unwind in ("fast", "libunwind"):
+        traced = run_traced(["python3", "-c", code], os.path.join(d, "t.bin"),
+                            extra={"MEMTRACE_UNWIND": unwind})
+        check(traced.stdout == plain.stdout and traced.returncode == plain.returncode == 0,
+              f"MEMTRACE_UNWIND={unwind}: descriptors {traced.stdout!r}, untraced {plain.stdout!r}")
+        (p,) = dump_summary(os.path.join(d, "t.bin"))["processes"]
+        check(p["end"] == "exit" and host(p)["allocations"] > 1000, f"the trace: {p['end']} {host(p)}")
+    shutil.rmtree(d)
+
+
 main({
     "raw_clone_glibc": lambda: test_raw_clone("glibc"),
     "raw_clone_syscall": lambda: test_raw_clone("syscall"),
@@ -194,4 +214,5 @@ main({
     "short_processes_cost_little": test_short_processes_cost_little,
     "setenv_no_unknown_free": test_setenv_no_unknown_free,
     "not_ours_said_once": test_not_ours_said_once,
+    "low_descriptors_left_free": test_low_descriptors_left_free,
 })
