@@ -4,13 +4,19 @@
  * trace went. The configuration travels in the environment (MEMTRACE_*),
  * which is all the preload reads.
  *
- * Like time(1), the wrapper ignores SIGINT and SIGQUIT while the program
- * runs, so a Ctrl-C reaches the program (and its trace gets written) rather
- * than killing the wrapper. The exit status is the program's, or 128 plus
- * the signal that killed it, or 127 when it could not be started.
+ * Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to
+ * the wrapper are passed on to the program, which decides what they do (a
+ * wrapper that died alone would leave it running, writing its trace). A
+ * signal the terminal sends to its whole foreground process group (Ctrl-C,
+ * Ctrl-\) has reached the program already and is not sent twice. The
+ * wrapper ends the way the program did: with its exit status, or killed by
+ * the signal that killed it (so a shell loop of traced commands stops at a
+ * Ctrl-C), without a core dump of its own. 127 or 126 when the program
+ * could not be started.
  *
- * May not: touch the trace (the preload creates it, and moves an earlier
- * one to FILE.old).
+ * May not: touch the trace (the preload creates it, moves an earlier one to
+ * FILE.old, or writes FILE.1 when another live run is writing FILE); it
+ * reads trace headers to say which file it was.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <memtrace/trace-format.h>
 
 #include "commands.h"
 
@@ -116,13 +126,201 @@ static void expand(const char *pattern, pid_t pid, char *out, size_t size)
 	out[n] = 0;
 }
 
+/* The signals passed on to the program. */
+static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
+#define N_FORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+/* The program's pid from its fork until it is reaped, else 0. */
+static volatile sig_atomic_t target;
+/* The wrapper leads its session: a terminal's hangup SIGHUP reaches it alone. */
+static bool session_leader;
+
+/* What the wrapper had before it took over the forwarded signals. */
+struct dispositions {
+	struct sigaction action[N_FORWARDED];
+	sigset_t mask;
+};
+
+/*
+ * Whether the program got sig itself. The terminal sends Ctrl-C's SIGINT,
+ * Ctrl-\'s SIGQUIT and the SIGHUP when its session leader exits to the whole
+ * foreground process group, which the program shares, with si_code
+ * SI_KERNEL; kill() and sigqueue() give SI_USER and SI_QUEUE. A hangup's
+ * SIGHUP goes to the session leader alone.
+ */
+static bool reached_program(int sig, const siginfo_t *info)
+{
+	return info->si_code == SI_KERNEL && !(sig == SIGHUP && session_leader);
+}
+
+/* Signal handler: async-signal-safe. */
+static void forward(int sig, siginfo_t *info, void *context)
+{
+	int saved = errno;
+
+	(void)context;
+	if (target > 0 && !reached_program(sig, info))
+		kill((pid_t)target, sig);
+	errno = saved;
+}
+
+/* The forwarded signals as a set. */
+static void forwarded_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t k = 0; k < N_FORWARDED; k++)
+		sigaddset(set, forwarded[k]);
+}
+
+/*
+ * Installs the forwarding, with the signals blocked: one that comes before
+ * the program's pid is known waits until forwarding_on(). Signals ignored
+ * when memtrace started (nohup, a shell's background job) are forwarded
+ * too: the program starts with them ignored all the same, and one that
+ * handles them anyway gets them as if sent to it.
+ */
+static void take_signals(struct dispositions *old)
+{
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+	sigset_t set;
+
+	forwarded_set(&set);
+	sa.sa_mask = set; /* one at a time: passed on in the order they came */
+	sigprocmask(SIG_BLOCK, &set, &old->mask);
+	session_leader = getsid(0) == getpid();
+	for (size_t k = 0; k < N_FORWARDED; k++)
+		sigaction(forwarded[k], &sa, &old->action[k]);
+}
+
+/* The dispositions and mask memtrace started with: the program's, before exec. */
+static void give_back_signals(const struct dispositions *old)
+{
+	for (size_t k = 0; k < N_FORWARDED; k++)
+		sigaction(forwarded[k], &old->action[k], NULL);
+	sigprocmask(SIG_SETMASK, &old->mask, NULL);
+}
+
+static void forwarding_on(pid_t pid, const struct dispositions *old)
+{
+	target = pid;
+	sigprocmask(SIG_SETMASK, &old->mask, NULL);
+}
+
+/*
+ * Waits for the program's end, forwarding signals meanwhile. It waits
+ * without reaping first: until the wait that reaps it, the program's pid
+ * stays taken (a zombie), so no signal forwarded in between can reach a
+ * process that reused it. Then forwarding stops and the program is reaped.
+ */
+static int wait_program(pid_t pid, int *status)
+{
+	siginfo_t info;
+	sigset_t set;
+	int r = 0;
+
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
+		if (errno != EINTR) {
+			r = -errno;
+			break;
+		}
+	}
+	forwarded_set(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	target = 0;
+	while (r == 0 && waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR)
+			r = -errno;
+	}
+	return r;
+}
+
+/*
+ * Ends the wrapper by sig, the signal that killed the program, as a shell
+ * expects of the command it ran. Not dumpable, so that no core dump of the
+ * wrapper replaces the program's (with core_pattern "core" both would be
+ * ./core). Returns 128 + sig should sig not end it.
+ */
+static int die_by(int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t set;
+
+	prctl(PR_SET_DUMPABLE, 0);
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig;
+}
+
+/* The header of the trace at path, if path is a regular file that starts with one. */
+static bool read_header(const char *path, struct mt_file_header *h)
+{
+	/* O_NONBLOCK: a FIFO at the name would block the open */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	     pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
+	     !memcmp(h->magic, MT_FILE_MAGIC, sizeof(h->magic));
+	close(fd);
+	return ok;
+}
+
+#define MAX_SUFFIX 9 /* the preload's NAME.1 .. NAME.9 */
+
+/* NAME, or NAME.k for k > 0; false when that is too long for out. */
+static bool suffixed(const char *name, int k, char *out, size_t size)
+{
+	int n = k ? snprintf(out, size, "%s.%d", name, k) : snprintf(out, size, "%s", name);
+
+	return n >= 0 && (size_t)n < size;
+}
+
+/*
+ * Into out, the file the program's trace went to: the first of NAME,
+ * NAME.1 .. NAME.9 whose header names the program as its root process (the
+ * preload takes the next name when another live run is writing NAME). A
+ * program the preload cannot enter (static, setuid) can have traced
+ * children: failing the first, a trace created since the run started.
+ */
+static bool find_trace(const char *name, pid_t root, uint64_t since_ns, char *out, size_t size)
+{
+	struct mt_file_header h;
+	int made_since = -1;
+
+	for (int k = 0; k <= MAX_SUFFIX; k++) {
+		if (!suffixed(name, k, out, size) || !read_header(out, &h))
+			continue;
+		if (h.root_pid == (uint32_t)root)
+			return true;
+		if (made_since < 0 && h.created_realtime >= since_ns)
+			made_since = k;
+	}
+	return made_since >= 0 && suffixed(name, made_since, out, size);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 int mt_cmd_run(int argc, char **argv)
 {
 	const char *output = "trace.bin", *depth = NULL, *interval = NULL;
-	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], *ld = NULL;
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-	bool no_mmap = false, no_cuda = false, existed = false;
+	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], trace[PATH_MAX + 8], *ld = NULL;
+	bool no_mmap = false, no_cuda = false, existed = false, found;
 	int i, status, pipefd[2], child_errno = 0;
+	struct dispositions old_signals;
+	uint64_t started_ns;
 	struct stat st;
 	pid_t pid;
 	long v;
@@ -189,21 +387,19 @@ int mt_cmd_run(int argc, char **argv)
 		fprintf(stderr, "memtrace: cannot make a pipe: %s\n", strerror(errno));
 		return 127;
 	}
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
+	started_ns = realtime_ns();
+	take_signals(&old_signals);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "memtrace: cannot fork: %s\n", strerror(errno));
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
+		give_back_signals(&old_signals);
 		return 127;
 	}
 	if (pid == 0) {
 		const char *prev = getenv("LD_PRELOAD");
 		int e;
 
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
+		give_back_signals(&old_signals);
 		close(pipefd[0]);
 		if (prev && prev[0]) {
 			ld = malloc(strlen(preload) + strlen(prev) + 2);
@@ -231,36 +427,36 @@ int mt_cmd_run(int argc, char **argv)
 		}
 		_exit(e == ENOENT ? 127 : 126);
 	}
+	forwarding_on(pid, &old_signals);
 	close(pipefd[1]);
 	while (read(pipefd[0], &child_errno, sizeof(child_errno)) < 0 && errno == EINTR)
 		;
 	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			status = 127 << 8;
-			break;
-		}
-	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
+	if (wait_program(pid, &status) < 0)
+		status = 127 << 8;
 	if (child_errno) {
 		fprintf(stderr, "memtrace: cannot run %s: %s\n", argv[i], strerror(child_errno));
 		return child_errno == ENOENT ? 127 : 126;
 	}
-	if (strstr(output, "%p"))
+	if (strstr(output, "%p")) {
 		expand(output, pid, file, sizeof(file));
-	if (lstat(file, &st) < 0)
+		found = lstat(file, &st) == 0;
+		snprintf(trace, sizeof(trace), "%s", file);
+	} else {
+		found = find_trace(file, pid, started_ns, trace, sizeof(trace));
+	}
+	if (!found)
 		fprintf(stderr,
 		        "memtrace: %s wrote no trace to %s (a static or setuid program cannot be "
 		        "traced)\n",
 		        argv[i], file);
-	else if (existed)
+	else if (existed && !strcmp(trace, file))
 		fprintf(stderr,
 		        "memtrace: trace of %s written to %s (the earlier trace is now %s.old)\n",
 		        argv[i], file, file);
 	else
-		fprintf(stderr, "memtrace: trace of %s written to %s\n", argv[i], file);
+		fprintf(stderr, "memtrace: trace of %s written to %s\n", argv[i], trace);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
+		return die_by(WTERMSIG(status));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
 }
