@@ -272,7 +272,7 @@ static bool read_header(const char *path, struct mt_file_header *h)
 	return ok;
 }
 
-#define MAX_SUFFIX 9 /* the preload's NAME.1 .. NAME.9 */
+#define MAX_SUFFIX 99 /* the preload's NAME.1 .. NAME.99 (preload/writer.c) */
 
 /* NAME, or NAME.k for k > 0; false when that is too long for out. */
 static bool suffixed(const char *name, int k, char *out, size_t size)
@@ -284,7 +284,7 @@ static bool suffixed(const char *name, int k, char *out, size_t size)
 
 /*
  * Into out, the file the program's trace went to: the first of NAME,
- * NAME.1 .. NAME.9 whose header names the program as its root process (the
+ * NAME.1 .. NAME.99 whose header names the program as its root process (the
  * preload takes the next name when another live run is writing NAME). A
  * program the preload cannot enter (static, setuid) can have traced
  * children: failing the first, a trace created since the run started.

@@ -242,13 +242,15 @@ def said(d, files):
 
 
 def test_names_the_file_the_trace_went_to():
-    """The first of NAME, NAME.1 .. NAME.9 whose header has the program's pid
+    """The first of NAME, NAME.1 .. NAME.99 whose header has the program's pid
     as root_pid (the preload writes NAME.1 when NAME is another live run's)."""
     d = workdir()
     fake = program("fake-trace")
     t = os.path.join(d, "t.bin")
     cases = [
         ([("t.bin", "old"), ("t.bin.1", "old"), ("t.bin.2", "self")], f"memtrace: trace of {fake} written to {t}.2\n"),
+        # the last name the preload takes, the ones below it moved aside since
+        ([("t.bin", "old"), ("t.bin.99", "self")], f"memtrace: trace of {fake} written to {t}.99\n"),
         ([("t.bin", "old")], f"memtrace: {fake} wrote no trace to {t} (a static or setuid program cannot be traced)\n"),
         ([], f"memtrace: {fake} wrote no trace to {t} (a static or setuid program cannot be traced)\n"),
         # a traced child of an untraced program: a trace made during the run
@@ -260,6 +262,20 @@ def test_names_the_file_the_trace_went_to():
         got = said(d, files)
         check(got == want, f"with {files}: memtrace run said {got!r}, not {want!r}")
     shutil.rmtree(d)
+
+
+@wrapped_test
+def test_second_run_with_one_name(start, d):
+    """The preload: run B writes NAME.1 while run A's program writes NAME."""
+    a = start("die")
+    r = subprocess.run([BIN, "run", "-o", a.trace, "--", "/bin/true"], stderr=subprocess.PIPE, timeout=20)
+    want = (f"memtrace: {a.trace} is being written by another run; this run writes {a.trace}.1\n"
+            f"memtrace: trace of /bin/true written to {a.trace}.1\n")
+    check((r.returncode, r.stderr.decode()) == (0, want), f"run B: {r.returncode} {r.stderr!r}, not {want!r}")
+    os.kill(a.p.pid, signal.SIGTERM)
+    code, _, err = a.finish()
+    want = f"memtrace: trace of {TARGET} written to {a.trace}\n"
+    check((code, err) == (-signal.SIGTERM, want), f"run A: {code} {err!r}, not {want!r}")
 
 
 def test_earlier_trace_moved_aside():
