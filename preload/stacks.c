@@ -3,41 +3,109 @@
  * Call stacks: taken with libunwind, interned in a lock-free table, written
  * to the trace once per process instance.
  *
- * The table is an open-addressing array of 64-bit stack hashes; a stack's id
- * is its slot number + 1, known the moment the slot is claimed with one
- * compare-and-swap, so no thread ever waits for another. Two different stacks
- * with equal 64-bit hashes would share an id; with a million stacks the odds
- * are about 1 in 3.7e7, which we accept for a lookup that needs no frame
- * comparison (docs/architecture.md).
+ * The table is a short list of open-addressing arrays of 64-bit stack
+ * hashes. The first has 2^14 slots (128 KiB of address space); when the
+ * newest is 3/4 full, the next is mapped with as many slots as all the
+ * earlier ones together, so the list's total doubles, up to
+ * 2^MEMTRACE_STACK_TABLE_BITS slots (the same stacks as one table of that
+ * size holds). A program with few stacks reserves little of its RLIMIT_AS.
+ * A stack's id is its slot number + 1 plus the slots of the arrays before
+ * its own, known the moment the slot is claimed with one compare-and-swap,
+ * so no thread ever waits for another, and an id never changes. Two
+ * different stacks with equal 64-bit hashes would share an id; with a
+ * million stacks the odds are about 1 in 3.7e7, which we accept for a
+ * lookup that needs no frame comparison (docs/architecture.md).
  *
- * Context: hot path (mt_stack_current), init, fork child.
+ * A lookup probes the newest array first (it holds half the stacks) and
+ * then the older ones; a new stack goes into the newest. Two threads that
+ * meet the same new stack while the newest array fills up can put it into
+ * two arrays (one saw the older array full, the other had already found a
+ * free slot there): the stack then has two ids. Each thread writes the
+ * STACK record of the id it claimed, and the reader takes any id that has
+ * one (analyzer/replay.c keys stacks by id), so the trace stays exact; the
+ * stack's events are only split between two ids.
+ *
+ * When tracing stops, the arrays are unmapped once no lookup is under way:
+ * a lookup holds a count (table_users) from its first probe to its last. The
+ * per-thread id caches are in the threads' scratch areas, given back by each
+ * thread (writer.c).
+ *
+ * Context: hot path (mt_stack_current), init, fork child, any (mt_stacks_stop).
  * May not: take a lock, allocate with malloc.
  */
 #define UNW_LOCAL_ONLY
 #include <errno.h>
 #include <libunwind.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "mt.h"
 
-static _Atomic uint64_t *table;
-static uint64_t mask;
-static _Atomic uint64_t used;
-static uint64_t limit;
-static _Atomic bool full_said;
+#define FIRST_BITS 14
+#define MAX_TABLES (28 - FIRST_BITS + 1) /* MEMTRACE_STACK_TABLE_BITS is at most 28 */
 
-static int table_map(void)
+static _Atomic(_Atomic uint64_t *) tables[MAX_TABLES];
+static _Atomic uint64_t used[MAX_TABLES];
+static unsigned first_bits; /* log2 of the first array's slots */
+static unsigned ntables;    /* arrays the configured size allows */
+static _Atomic bool full_said, grow_failed;
+
+/*
+ * Lookups under way, and two flags: CLOSING once tracing stopped (no new
+ * lookup starts), GONE once the arrays are unmapped (by whoever saw the
+ * count fall to 0 with CLOSING set).
+ */
+#define CLOSING (1ull << 62)
+#define GONE    (1ull << 63)
+static struct {
+	_Alignas(64) _Atomic uint64_t n; /* a cache line of its own: every lookup writes it */
+} table_users;
+
+/* Array j has 2^bits(j) slots and ids from base(j) + 1. */
+static inline unsigned table_bits(unsigned j)
 {
-	size_t bytes = ((size_t)1 << mt_config.stack_table_bits) * sizeof(uint64_t);
-	void *p = mt_real.mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return j ? first_bits + j - 1 : first_bits;
+}
 
-	if (p == MAP_FAILED)
+static inline uint64_t table_base(unsigned j)
+{
+	return j ? (uint64_t)1 << (first_bits + j - 1) : 0;
+}
+
+static inline uint64_t table_limit(unsigned j)
+{
+	uint64_t size = (uint64_t)1 << table_bits(j);
+
+	return size - size / 4; /* keep probes short: at most 3/4 full */
+}
+
+static void *table_map(unsigned j)
+{
+	return mt_real.mmap(NULL, sizeof(uint64_t) << table_bits(j), PROT_READ | PROT_WRITE,
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+static void tables_unmap(void)
+{
+	for (unsigned j = 0; j < MAX_TABLES; j++) {
+		void *t = atomic_exchange(&tables[j], NULL);
+		if (t)
+			mt_real.munmap(t, sizeof(uint64_t) << table_bits(j));
+		atomic_store(&used[j], 0);
+	}
+}
+
+/* One process instance's first array. */
+static int tables_start(void)
+{
+	void *t = table_map(0);
+
+	if (t == MAP_FAILED)
 		return -1;
-	table = p;
-	mask = ((uint64_t)1 << mt_config.stack_table_bits) - 1;
-	limit = mask - mask / 4; /* keep probes short: at most 3/4 full */
-	atomic_store(&used, 0);
+	atomic_store(&tables[0], t);
+	atomic_store(&full_said, false);
+	atomic_store(&grow_failed, false);
+	atomic_store(&table_users.n, 0);
 	return 0;
 }
 
@@ -46,7 +114,10 @@ int mt_stacks_init(void)
 	/* per-thread caches make repeated unwinding through the same code cheap */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	mt_unwind_init();
-	if (table_map() < 0) {
+	first_bits =
+	        mt_config.stack_table_bits < FIRST_BITS ? mt_config.stack_table_bits : FIRST_BITS;
+	ntables = mt_config.stack_table_bits - first_bits + 1;
+	if (tables_start() < 0) {
 		mt_say("cannot map the stack table; tracing is off");
 		return -1;
 	}
@@ -56,11 +127,34 @@ int mt_stacks_init(void)
 /* Fork child: the parent's ids mean nothing here; start a fresh table. */
 void mt_stacks_after_fork(void)
 {
-	mt_real.munmap((void *)table, (mask + 1) * sizeof(uint64_t));
+	tables_unmap();   /* the child's only thread is this one: no lookup is under way */
 	if (mt_self.area) /* ids of the parent's table; this thread is the child's only one */
 		__builtin_memset(mt_self.area->ids, 0, sizeof(mt_self.area->ids));
-	if (table_map() < 0)
+	if (tables_start() < 0)
 		mt_disable("cannot map the stack table in a forked child", 0);
+}
+
+/* The arrays go, once: the count is 0 and CLOSING set. */
+static void tables_release(void)
+{
+	uint64_t closing = CLOSING;
+	int err = errno;
+
+	if (atomic_compare_exchange_strong(&table_users.n, &closing, CLOSING | GONE))
+		tables_unmap();
+	errno = err;
+}
+
+/*
+ * Tracing stopped: no lookup starts any more, and the last one under way
+ * (or this call, if none is) unmaps the arrays. Any context, any thread, any
+ * number of times; async-signal-safe. The rule cache (unwind.c) is kept:
+ * walks run on every event and take no count of their users.
+ */
+void mt_stacks_stop(void)
+{
+	if (atomic_fetch_or(&table_users.n, CLOSING) == 0)
+		tables_release();
 }
 
 /* Slow path: the first sighting of a stack in this process. */
@@ -85,17 +179,128 @@ static void write_stack(uint32_t id, int n)
 	mt_commit_large(rec, MT_REC_STACK, q);
 }
 
-static void table_full(void)
+/* No room for a new stack: said once (err: the mmap's, when a new array could not be mapped). */
+static void table_full(int err)
 {
-	if (!atomic_exchange(&full_said, true)) {
+	unsigned long long most = 0, have = 0;
+
+	if (atomic_exchange(&full_said, true))
+		return;
+	for (unsigned j = 0; j < ntables; j++) {
+		most += table_limit(j);
+		have += atomic_load_explicit(&used[j], memory_order_relaxed);
+	}
+	if (err)
+		mt_say("cannot map more of the stack table after %llu distinct stacks: %s; later "
+		       "new stacks are recorded as unknown",
+		       have, strerror(err));
+	else
 		mt_say("more than %llu distinct stacks; later new stacks are recorded as unknown "
 		       "(raise MEMTRACE_STACK_TABLE_BITS)",
-		       (unsigned long long)limit);
-		mt_rec_lost(MT_LOST_STACK_TABLE_FULL, 0);
+		       most);
+	mt_rec_lost(MT_LOST_STACK_TABLE_FULL, 0);
+}
+
+/* Array j's next array, mapped if no thread has yet. False when there is none. */
+static bool grow(unsigned j)
+{
+	_Atomic uint64_t *none = NULL;
+	void *p;
+	int err;
+
+	if (atomic_load_explicit(&tables[j], memory_order_acquire))
+		return true;
+	if (j >= ntables) {
+		table_full(0);
+		return false;
+	}
+	if (atomic_load_explicit(&grow_failed, memory_order_relaxed))
+		return false; /* said once; an mmap per new stack would cost the program */
+	err = errno;
+	p = table_map(j);
+	if (p == MAP_FAILED) {
+		atomic_store(&grow_failed, true);
+		table_full(errno);
+	} else if (!atomic_compare_exchange_strong(&tables[j], &none, p)) {
+		mt_real.munmap(p, sizeof(uint64_t) << table_bits(j)); /* another thread's won */
+	}
+	errno = err;
+	return p != MAP_FAILED || atomic_load(&tables[j]);
+}
+
+/*
+ * Probes array j for h from slot i on: h's id if it is there, else 0 and
+ * *free the first free slot (there always is one: an array is at most about
+ * 3/4 full).
+ */
+static uint32_t probe(unsigned j, uint64_t h, uint64_t i, uint64_t *free)
+{
+	_Atomic uint64_t *t = atomic_load_explicit(&tables[j], memory_order_acquire);
+	uint64_t mask = ((uint64_t)1 << table_bits(j)) - 1;
+
+	for (i &= mask;; i = (i + 1) & mask) {
+		uint64_t k = atomic_load_explicit(&t[i], memory_order_relaxed);
+		if (k == h)
+			return (uint32_t)(table_base(j) + i + 1);
+		if (!k) {
+			*free = i;
+			return 0;
+		}
 	}
 }
 
-static uint32_t lookup(uint64_t h, int n);
+/* The id of the stack with hash h, interning it into the newest array if new. */
+static uint32_t find_or_add(uint64_t h, int n)
+{
+	unsigned top = 0;
+	uint64_t i, unused;
+	uint32_t id;
+
+	while (top + 1 < ntables && atomic_load_explicit(&tables[top + 1], memory_order_acquire))
+		top++;
+	if ((id = probe(top, h, h, &i)))
+		return id;
+	for (unsigned j = top; j-- > 0;)
+		if ((id = probe(j, h, h, &unused)))
+			return id;
+	for (;;) {
+		_Atomic uint64_t *t;
+		uint64_t k = 0;
+
+		if (atomic_load_explicit(&used[top], memory_order_relaxed) >= table_limit(top)) {
+			if (!grow(top + 1))
+				return 0;
+			if ((id = probe(++top, h, h, &i)))
+				return id;
+			continue;
+		}
+		t = atomic_load_explicit(&tables[top], memory_order_relaxed);
+		if (atomic_compare_exchange_strong(&t[i], &k, h)) {
+			int err = errno; /* the module check may make system calls */
+			atomic_fetch_add_explicit(&used[top], 1, memory_order_relaxed);
+			id = (uint32_t)(table_base(top) + i + 1);
+			write_stack(id, n);
+			errno = err;
+			return id;
+		}
+		if (k == h)
+			return (uint32_t)(table_base(top) + i + 1);
+		if ((id = probe(top, h, i + 1, &i)))
+			return id;
+	}
+}
+
+/* The shared table, for as long as tracing is on (see table_users). */
+static uint32_t lookup(uint64_t h, int n)
+{
+	uint32_t id = 0;
+
+	if (MT_LIKELY(!(atomic_fetch_add(&table_users.n, 1) & CLOSING)))
+		id = find_or_add(h, n);
+	if (MT_UNLIKELY(atomic_fetch_sub(&table_users.n, 1) == (CLOSING | 1)))
+		tables_release();
+	return id;
+}
 
 /* Hot path: the id of the stack that called the interposed function. */
 uint32_t mt_stack_current(void)
@@ -116,32 +321,4 @@ uint32_t mt_stack_current(void)
 		area->ids[c].id = id;
 	}
 	return id;
-}
-
-/* The shared table: the id of the stack with hash h, interning it if new. */
-static uint32_t lookup(uint64_t h, int n)
-{
-	uint64_t i;
-
-	for (i = h & mask;; i = (i + 1) & mask) {
-		uint64_t k = atomic_load_explicit(&table[i], memory_order_relaxed);
-		if (k == h)
-			return (uint32_t)(i + 1);
-		if (k)
-			continue;
-		if (atomic_load_explicit(&used, memory_order_relaxed) >= limit) {
-			table_full();
-			return 0;
-		}
-		if (!atomic_compare_exchange_strong(&table[i], &k, h)) {
-			if (k == h)
-				return (uint32_t)(i + 1);
-			continue;
-		}
-		atomic_fetch_add_explicit(&used, 1, memory_order_relaxed);
-		int err = errno; /* the module check may make system calls */
-		write_stack((uint32_t)(i + 1), n);
-		errno = err;
-		return (uint32_t)(i + 1);
-	}
 }

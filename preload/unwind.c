@@ -18,8 +18,8 @@
  * Every load is checked against the thread's stack bounds, so a corrupt or
  * unusual stack ends the walk early instead of faulting.
  *
- * Context: hot path. May not: allocate (the rule cache is one mmap made at
- * start), take a lock on a cache hit.
+ * Context: hot path. May not: allocate (the rule cache is mmap'd: at start,
+ * and when it grows), take a lock on a cache hit.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -46,11 +46,27 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
  * 0: not saved). CFA offset 0 marks the outermost frame (return address
  * undefined); CFA offset field 0xfff, a frame only libunwind can step.
  */
-#define RULE_BITS      16
 #define IP_MASK        ((1ull << 48) - 1)
 #define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
 #define LIBUNWIND_ONLY 0xfffull
-static _Atomic uint64_t *rules;
+
+/*
+ * The cache is direct-mapped, 2^12 words (32 KiB) at first: a small program
+ * meets a few hundred return addresses, and the program's RLIMIT_AS pays
+ * for every word. Once it has computed as many rules as half its words, a
+ * cache 4 times larger replaces it, up to 2^16 words (512 KiB), and fills
+ * up again as frames are walked. A replaced cache is never unmapped (at most
+ * 32 + 128 KiB): another thread's walk may be reading it, and walks take no
+ * count of their users (two atomic operations per event). For the same
+ * reason the cache is kept when tracing stops.
+ */
+#define RULE_BITS_FIRST 12
+#define RULE_BITS_MAX   16
+#define RULE_BITS_STEP  2
+#define RULE_BITS_FIELD 4095        /* the cache is page-aligned */
+static _Atomic uintptr_t rules;     /* the cache's address | log2 of its words */
+static _Atomic uint64_t rules_made; /* rules computed since it was mapped */
+static _Atomic bool rules_grow_failed;
 static uintptr_t libgcc_lo, libgcc_hi;
 
 #define DW_RBP 6
@@ -389,7 +405,41 @@ static uint64_t compute_rule(uint64_t ip)
 
 static inline _Atomic uint64_t *slot(uint64_t ip)
 {
-	return &rules[(ip * 0x9e3779b97f4a7c15u) >> (64 - RULE_BITS)];
+	/* pairs with the release of the compare-and-swap in rule_made */
+	uintptr_t r = atomic_load_explicit(&rules, memory_order_acquire);
+	_Atomic uint64_t *words = (_Atomic uint64_t *)(r & ~(uintptr_t)RULE_BITS_FIELD);
+
+	return &words[(ip * 0x9e3779b97f4a7c15u) >> (64 - (r & RULE_BITS_FIELD))];
+}
+
+static void *rules_map(unsigned bits)
+{
+	return mt_real.mmap(NULL, sizeof(uint64_t) << bits, PROT_READ | PROT_WRITE,
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+/* Slow path: a rule was computed; the cache grows when it has made enough. */
+static void rule_made(void)
+{
+	uintptr_t cur = atomic_load_explicit(&rules, memory_order_relaxed);
+	unsigned bits = cur & RULE_BITS_FIELD;
+	void *p;
+
+	if (atomic_fetch_add_explicit(&rules_made, 1, memory_order_relaxed) + 1 <
+	            (1ull << bits) / 2 ||
+	    bits >= RULE_BITS_MAX || atomic_load_explicit(&rules_grow_failed, memory_order_relaxed))
+		return;
+	p = rules_map(bits + RULE_BITS_STEP);
+	if (p == MAP_FAILED) {
+		atomic_store(&rules_grow_failed, true); /* the small cache still works */
+		return;
+	}
+	if (atomic_compare_exchange_strong_explicit(&rules, &cur,
+	                                            (uintptr_t)p | (bits + RULE_BITS_STEP),
+	                                            memory_order_release, memory_order_relaxed))
+		atomic_store_explicit(&rules_made, 0, memory_order_relaxed);
+	else
+		mt_real.munmap(p, sizeof(uint64_t) << (bits + RULE_BITS_STEP)); /* another's won */
 }
 
 /* The thread's stack, so that no load leaves it. */
@@ -505,7 +555,7 @@ enum step { STEP_NEXT, STEP_END, STEP_LIBUNWIND };
  * libgcc check.
  */
 static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_frame *next,
-			     const struct mt_frame *seen, unsigned nseen)
+                             const struct mt_frame *seen, unsigned nseen)
 {
 	_Atomic uint64_t *s = slot(f->ip);
 	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
@@ -514,12 +564,13 @@ static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_
 	if (MT_UNLIKELY((r & IP_MASK) != f->ip || !r)) {
 		if (from_libgcc(seen, nseen))
 			return STEP_LIBUNWIND;
-		int err = errno; /* _Unwind_Find_FDE walks the loader's list */
+		int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
 		r = compute_rule(f->ip);
-		errno = err;
 		if (!r)
 			r = f->ip | LIBUNWIND_ONLY << 49;
 		atomic_store_explicit(s, r, memory_order_relaxed);
+		rule_made();
+		errno = err;
 	}
 	if (MT_UNLIKELY(OFF_FIELD(r) == LIBUNWIND_ONLY))
 		return STEP_LIBUNWIND;
@@ -577,12 +628,12 @@ static int extend_outwards(struct mt_thread *t, struct mt_walk *w, unsigned max)
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
 static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-		unsigned max)
+                unsigned max)
 {
 	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
 	unsigned k = 1;
 	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
-	int keep = -1;                             /* w->f[0..keep] stays */
+	int keep = -1;                              /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated;
 
 	fresh[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
@@ -673,9 +724,9 @@ int mt_unwind(int max, uint64_t *hash)
 		errno = err;
 	}
 	area = t->area;
-	if (MT_UNLIKELY(!area || !rules || !mt_config.fast_unwind || !t->caller_ip ||
-	                !stack_bounds(t) || t->caller_sp <= t->stack_lo ||
-	                t->caller_sp > t->stack_hi))
+	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
+	                !mt_config.fast_unwind || !t->caller_ip || !stack_bounds(t) ||
+	                t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
 		return fallback(area, max, hash);
 	area->in_fallback = false;
 	w = area->walk;
@@ -718,16 +769,22 @@ void mt_unwind_frames(void **frames, int n)
 
 void mt_unwind_init(void)
 {
-	void *p = mt_real.mmap(NULL, sizeof(uint64_t) << RULE_BITS, PROT_READ | PROT_WRITE,
-	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
-		rules = p == MAP_FAILED ? NULL : p;
+	void *p;
+
+	if (!mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
+		return; /* libunwind does every walk */
+	p = rules_map(RULE_BITS_FIRST);
+	if (p != MAP_FAILED)
+		atomic_store(&rules, (uintptr_t)p | RULE_BITS_FIRST);
 }
 
 void mt_unwind_forget(void)
 {
-	if (rules)
-		__builtin_memset((void *)rules, 0, sizeof(uint64_t) << RULE_BITS);
+	uintptr_t r = atomic_load(&rules);
+
+	if (r)
+		__builtin_memset((void *)(r & ~(uintptr_t)RULE_BITS_FIELD), 0,
+		                 sizeof(uint64_t) << (r & RULE_BITS_FIELD));
 }
 
 #else
