@@ -406,6 +406,14 @@ static int dup_common(int old, int new, int flags, bool is_dup2)
 		errno = err;
 		return real_dup3(old, new, flags, is_dup2);
 	}
+	if (s >= &slots[MT_FD_UNWIND_READ]) {
+		/* libunwind keeps this number and would write into the program's
+		 * file there: it cannot move. EBUSY is what Linux says of a number
+		 * being set up. */
+		unlock(s);
+		errno = EBUSY;
+		return -1;
+	}
 	high = move_high(new);
 	/* no number free to move to: the program's call takes ours, which is forgotten */
 	atomic_store(&s->fd, high);

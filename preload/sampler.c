@@ -5,15 +5,34 @@
  * use and limit (v2 memory.current/memory.max, or v1
  * memory.usage_in_bytes/memory.limit_in_bytes), as one SAMPLE record.
  *
+ * The thread shares the program's descriptor table, so it never opens and
+ * closes files as it goes: a program that closes a number twice (harmless
+ * untraced) would close the sampler's file, and the sampler would then read
+ * or close whatever the program opened there next. Each file is opened once
+ * into a slot of fds.c (a high number, checked by dev/ino) and read with
+ * pread from offset 0, which procfs, sysfs and cgroupfs regenerate; it is
+ * opened again only when the slot says the number is no longer ours, when
+ * the process is another one (a fork child: /proc/self was the parent's), or
+ * when the cgroup changed.
+ *
  * smaps_rollup walks every mapping of the process, which costs milliseconds
  * in a large one; when it takes more than 5% of the interval it is read less
  * often, so the sampler never takes more than a few percent of a core.
  *
+ * mallinfo2 takes every arena's lock: from this thread every 10 ms it would
+ * contend with each allocating thread and wait on a lock that a thread stuck
+ * in a signal handler holds. So the figures are taken by a program thread
+ * at the end of an interposed malloc, calloc or free, when it holds no
+ * malloc lock, once the sampler has asked (mt_heap_ask); the sampler takes
+ * them itself only when no thread has made such a call for a millisecond
+ * after it asked (nothing contends then), so that an idle program's figures
+ * are its last.
+ *
  * Context: sampler thread (guard always set, all signals blocked so that the
- * program's signal handling is not disturbed), and mt_sampler_last from
- * the exit paths.
- * May not: allocate with malloc (it reads /proc with open/read into static
- * buffers), print.
+ * program's signal handling is not disturbed), mt_sampler_last from the exit
+ * paths and mt_sampler_heap from a program thread (hot path's slow side).
+ * May not: allocate with malloc (static buffers), print, close a descriptor
+ * that is not verified to be its own.
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -29,19 +48,37 @@
 static _Atomic bool sampling; /* one sample at a time: buffers are static */
 static uint64_t smaps_every = 1, smaps_tick;
 static uint64_t last_pss, last_private_dirty;
+static pid_t files_pid;           /* the process whose /proc/self the slots read */
+static bool missing[MT_FD_SLOTS]; /* could not be opened: not tried again */
+static char cg_key[4096];         /* the cgroup lines the cgroup files were chosen by */
+static char cg_current[4200], cg_max[4200];
+static bool cg_v1;
 
-static size_t slurp(const char *name, char *buf, size_t size)
+/*
+ * The slot's file read from its start into buf, opened from path when the
+ * slot has none. The slot's lock is held while the number is read, so no
+ * dup2 of the program's can put another file under it meanwhile.
+ */
+static size_t read_slot(enum mt_fd_slot slot, const char *path, char *buf, size_t size)
 {
-	int f = open(name, O_RDONLY | O_CLOEXEC);
-	ssize_t n = 0, r;
+	int fd = mt_fd_hold(slot);
+	ssize_t r;
+	size_t n = 0;
 
-	if (f < 0)
-		return 0;
-	while ((size_t)n < size - 1 && (r = read(f, buf + n, size - 1 - (size_t)n)) > 0)
-		n += r;
-	close(f);
+	if (fd < 0) {
+		if (missing[slot] || !path[0])
+			return 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || mt_fd_keep(slot, fd) < 0 || (fd = mt_fd_hold(slot)) < 0) {
+			missing[slot] = true;
+			return 0;
+		}
+	}
+	while (n < size - 1 && (r = pread(fd, buf + n, size - 1 - n, (off_t)n)) > 0)
+		n += (size_t)r;
+	mt_fd_release(slot);
 	buf[n] = 0;
-	return (size_t)n;
+	return n;
 }
 
 static uint64_t field_kb(const char *text, const char *name)
@@ -51,27 +88,50 @@ static uint64_t field_kb(const char *text, const char *name)
 	return p ? strtoull(p + strlen(name), NULL, 10) * 1024 : 0;
 }
 
-static uint64_t number_file(const char *name)
+static uint64_t number_slot(enum mt_fd_slot slot, const char *path)
 {
 	char buf[64];
 
-	if (!slurp(name, buf, sizeof(buf)) || buf[0] < '0' || buf[0] > '9')
+	if (!read_slot(slot, path, buf, sizeof(buf)) || buf[0] < '0' || buf[0] > '9')
 		return 0; /* "max" (v2, unlimited) or unreadable */
 	return strtoull(buf, NULL, 10);
 }
 
-/* The cgroup memory figures of this process, looked up anew each time: a
- * process can be moved to another cgroup while it runs. */
+/* A new cgroup (or the first): the files of its memory figures. */
+static void cgroup_files(const char *v2, const char *v1)
+{
+	mt_fd_drop(MT_FD_CG_CURRENT);
+	mt_fd_drop(MT_FD_CG_MAX);
+	missing[MT_FD_CG_CURRENT] = missing[MT_FD_CG_MAX] = false;
+	cg_current[0] = cg_max[0] = 0;
+	cg_v1 = false;
+	if (v2) {
+		snprintf(cg_current, sizeof(cg_current), "/sys/fs/cgroup%s/memory.current", v2);
+		snprintf(cg_max, sizeof(cg_max), "/sys/fs/cgroup%s/memory.max", v2);
+		if (access(cg_current, R_OK) == 0 || !v1)
+			return;
+	}
+	if (v1) {
+		snprintf(cg_current, sizeof(cg_current),
+		         "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", v1);
+		snprintf(cg_max, sizeof(cg_max), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes",
+		         v1);
+		cg_v1 = true;
+	}
+}
+
+/* The cgroup memory figures of this process. /proc/self/cgroup is read each
+ * time: a process can be moved to another cgroup while it runs. */
 static void cgroup_memory(uint64_t *current, uint64_t *max)
 {
-	static char text[4096];
-	char file[4200];
+	static char text[4096], key[4096];
 	const char *v1 = NULL, *v2 = NULL;
 	char *save = NULL;
 
 	*current = *max = 0;
-	if (!slurp("/proc/self/cgroup", text, sizeof(text)))
+	if (!read_slot(MT_FD_CGROUP, "/proc/self/cgroup", text, sizeof(text)))
 		return;
+	memcpy(key, text, sizeof(key));
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 		if (!c2)
@@ -82,22 +142,129 @@ static void cgroup_memory(uint64_t *current, uint64_t *max)
 		else if (strstr(c1 + 1, "memory"))
 			v1 = c2 + 1;
 	}
-	if (v2) {
-		snprintf(file, sizeof(file), "/sys/fs/cgroup%s/memory.current", v2);
-		*current = number_file(file);
-		if (*current) {
-			snprintf(file, sizeof(file), "/sys/fs/cgroup%s/memory.max", v2);
-			*max = number_file(file);
-			return;
-		}
+	if (strcmp(key, cg_key)) {
+		memcpy(cg_key, key, sizeof(cg_key));
+		cgroup_files(v2, v1);
 	}
-	if (v1) {
-		snprintf(file, sizeof(file), "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", v1);
-		*current = number_file(file);
-		snprintf(file, sizeof(file), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1);
-		*max = number_file(file);
-		if (*max >= (uint64_t)1 << 62)
-			*max = 0; /* v1 says "unlimited" with a huge number */
+	*current = number_slot(MT_FD_CG_CURRENT, cg_current);
+	if (*current)
+		*max = number_slot(MT_FD_CG_MAX, cg_max);
+	if (cg_v1 && *max >= (uint64_t)1 << 62)
+		*max = 0; /* v1 says "unlimited" with a huge number */
+}
+
+/* The files of /proc/self belong to the process that opened them: a fork
+ * child (or a raw clone's) opens its own. */
+static void files_for_this_process(void)
+{
+	if (files_pid == mt_pid)
+		return;
+	files_pid = mt_pid;
+	for (int i = MT_FD_STATM; i < MT_FD_SLOTS; i++) {
+		mt_fd_drop((enum mt_fd_slot)i);
+		missing[i] = false;
+	}
+	cg_key[0] = 0;
+}
+
+/*
+ * Heap figures. mt_heap_ask's states: QUIET, an interposed call came after
+ * the figures were taken (they may be stale); WANTED, the sampler asked for
+ * new ones; FRESH, taken and no call since; TAKING, being taken. A sample
+ * writes the latest figures; heap.seq is odd while they are written.
+ */
+_Atomic unsigned char mt_heap_ask;
+static struct {
+	_Atomic unsigned seq;
+	uint64_t v[5];
+	uint64_t took; /* CPU ns the last mallinfo2 took */
+	uint64_t at;   /* when: the trace's ticks, after the taker's last event */
+} heap;
+static uint64_t heap_every = 1, heap_tick;
+
+/* This thread's CPU time: what a mallinfo2 costs, not counting preemption. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void take_heap(void)
+{
+	int saved = errno;
+	uint64_t at = mt_now(), began = cpu_ns();
+	struct mallinfo2 mi = mallinfo2();
+
+	atomic_fetch_add(&heap.seq, 1);
+	heap.v[0] = mi.arena;
+	heap.v[1] = mi.uordblks;
+	heap.v[2] = mi.fordblks;
+	heap.v[3] = mi.keepcost;
+	heap.v[4] = mi.hblkhd;
+	heap.took = cpu_ns() - began;
+	heap.at = at;
+	atomic_fetch_add(&heap.seq, 1);
+	errno = saved;
+}
+
+void mt_sampler_heap(void)
+{
+	unsigned char s = atomic_load(&mt_heap_ask);
+
+	if (s == MT_HEAP_FRESH)
+		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_QUIET);
+	else if (s == MT_HEAP_WANTED &&
+	         atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
+		take_heap();
+		atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+	}
+}
+
+/*
+ * Sampler, before each sample: asks a program thread for new figures and
+ * waits up to a millisecond for them; when no interposed call came in that
+ * time, nothing contends for the arenas and it takes them itself.
+ */
+static void settle_heap(void)
+{
+	struct timespec step = {0, 100 * 1000};
+	unsigned char s = atomic_load(&mt_heap_ask);
+
+	if (s == MT_HEAP_QUIET) {
+		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u / 100;
+		if (++heap_tick < heap_every)
+			return; /* the figures are dear: a program thread pays at most 1% */
+		heap_tick = 0;
+		heap_every = budget && heap.took > budget ? heap.took / budget + 1 : 1;
+		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_WANTED);
+	}
+	for (int i = 0; i < 10 && atomic_load(&mt_heap_ask) == MT_HEAP_WANTED; i++)
+		nanosleep(&step, NULL);
+	s = MT_HEAP_WANTED;
+	if (atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
+		take_heap();
+		atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+	}
+}
+
+_Static_assert(MT_SAMPLE_HEAP_MMAPPED == MT_SAMPLE_HEAP_ARENA + 4,
+               "the heap figures in heap.v's order");
+
+/* The latest figures, and when they were taken. */
+static void heap_figures(uint64_t *v, uint64_t *at)
+{
+	unsigned seq;
+
+	for (int tries = 0; tries < 100; tries++) {
+		seq = atomic_load(&heap.seq);
+		if (seq & 1)
+			continue;
+		memcpy(v, heap.v, sizeof(heap.v));
+		*at = heap.at;
+		if (atomic_load(&heap.seq) == seq)
+			return;
 	}
 }
 
@@ -107,22 +274,22 @@ static void take_sample(bool fresh)
 {
 	static char text[4096];
 	uint64_t v[MT_SAMPLE_FIELD_COUNT];
-	struct mallinfo2 mi;
-	uint64_t now = mt_now(), began = mt_monotonic_ns();
+	uint64_t now, at = 0, began = mt_monotonic_ns();
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *rec, *q;
 
 	if (atomic_exchange(&sampling, true))
 		return;
 	memset(v, 0, sizeof(v));
-	if (slurp("/proc/self/statm", text, sizeof(text))) {
+	files_for_this_process();
+	if (read_slot(MT_FD_STATM, "/proc/self/statm", text, sizeof(text))) {
 		unsigned long long size, rss;
 		if (sscanf(text, "%llu %llu", &size, &rss) == 2)
 			v[MT_SAMPLE_RSS] = rss * (uint64_t)page;
 	}
 	if (++smaps_tick >= smaps_every || fresh) {
 		smaps_tick = 0;
-		if (slurp("/proc/self/smaps_rollup", text, sizeof(text))) {
+		if (read_slot(MT_FD_SMAPS, "/proc/self/smaps_rollup", text, sizeof(text))) {
 			last_pss = field_kb(text, "\nPss:");
 			last_private_dirty = field_kb(text, "\nPrivate_Dirty:");
 		}
@@ -132,12 +299,18 @@ static void take_sample(bool fresh)
 	}
 	v[MT_SAMPLE_PSS] = last_pss;
 	v[MT_SAMPLE_PRIVATE_DIRTY] = last_private_dirty;
-	mi = mallinfo2();
-	v[MT_SAMPLE_HEAP_ARENA] = mi.arena;
-	v[MT_SAMPLE_HEAP_IN_USE] = mi.uordblks;
-	v[MT_SAMPLE_HEAP_FREE] = mi.fordblks;
-	v[MT_SAMPLE_HEAP_TRIMMABLE] = mi.keepcost;
-	v[MT_SAMPLE_HEAP_MMAPPED] = mi.hblkhd;
+	if (fresh) {
+		/* a program thread at its end: the last figures must be exact */
+		if (atomic_exchange(&mt_heap_ask, MT_HEAP_TAKING) != MT_HEAP_TAKING) {
+			take_heap();
+			atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+		} /* else another thread is taking them this moment */
+	}
+	heap_figures(&v[MT_SAMPLE_HEAP_ARENA], &at);
+	/* figures taken since this thread's last record: the sample is of their
+	 * moment, so that the live bytes a report sets beside them are of the
+	 * same instant (RSS, read microseconds apart, moves far more slowly) */
+	now = at > mt_self.time ? at : mt_now();
 	cgroup_memory(&v[MT_SAMPLE_CGROUP_CURRENT], &v[MT_SAMPLE_CGROUP_MAX]);
 	rec = mt_room(8 + (MT_SAMPLE_FIELD_COUNT + 3) * MT_MAX_VARINT);
 	if (rec) {
@@ -171,7 +344,8 @@ static void *sampler(void *arg)
 	(void)arg;
 	mt_self.guard = true;
 	while (atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_ON) {
-		mt_sampler_sample();
+		settle_heap();
+		take_sample(false);
 		nanosleep(&period, NULL);
 	}
 	return NULL;
@@ -191,6 +365,13 @@ void mt_sampler_start(void)
 	atomic_store(&sampling, false);
 	smaps_every = 1;
 	smaps_tick = 0;
+	/* the same for the heap figures: a parent's thread may have been taking them */
+	atomic_store(&mt_heap_ask, MT_HEAP_QUIET);
+	if (atomic_load(&heap.seq) & 1)
+		atomic_fetch_add(&heap.seq, 1);
+	heap.at = 0; /* the parent's: before this process began */
+	heap_every = 1;
+	heap_tick = 0;
 	if (!mt_config.interval_ms)
 		return;
 	sigfillset(&all);
