@@ -72,6 +72,7 @@ bool mt_disable(const char *why, int err)
 			return false; /* already off: said once */
 	}
 	atomic_store(&stopped, true);
+	mt_stacks_stop(); /* address space back: the program may be short of it */
 	if (err)
 		mt_say("%s: %s; tracing stops, the program runs on", why, strerror(err));
 	else
