@@ -376,7 +376,8 @@ MT_HIDDEN bool mt_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
 /* process.c: the process record, fork and exit. */
 MT_HIDDEN void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_pid);
-MT_HIDDEN void mt_process_exit_record(unsigned how, int status);
+/* interrupted: called from a signal handler that interrupted memtrace (guard was set) */
+MT_HIDDEN void mt_process_exit_record(unsigned how, int status, bool interrupted);
 /*
  * True in a child that runs on its parent's memory (vfork, CLONE_VM: the
  * children of posix_spawn, system, popen): this library's globals and the

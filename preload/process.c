@@ -78,7 +78,7 @@ bool mt_process_in_parent_memory(void)
 	return getpid() != mt_pid;
 }
 
-void mt_process_exit_record(unsigned how, int status)
+void mt_process_exit_record(unsigned how, int status, bool interrupted)
 {
 	uint8_t *rec, *q;
 
@@ -86,7 +86,30 @@ void mt_process_exit_record(unsigned how, int status)
 	if (atomic_load(&mt_state) != MT_ON || mt_process_in_parent_memory() ||
 	    atomic_exchange(&exit_written, true))
 		return;
-	mt_sampler_last(); /* the last figures before the end */
+	/*
+	 * _exit from a signal handler that interrupted memtrace, and so maybe
+	 * glibc's malloc under its arena lock: no heap figures (mallinfo2 would
+	 * wait for that lock for ever), no new chunk (the interrupted code may be
+	 * claiming one), and a record the interrupted code had published (type
+	 * byte set, mt_commit_*) but not yet passed is kept. The writer keeps
+	 * base NULL whenever pos and end are not a chunk's (writer.c).
+	 */
+	if (interrupted) {
+		struct mt_thread *t = &mt_self;
+		if (!t->base)
+			return;
+		if (*t->pos) {
+			const uint8_t *p = t->pos;
+			t->pos += p[1] & 0x80 ? ((size_t)(p[1] & 0x7f) |
+			                         (size_t)(p[2] & 0x7f) << 7 | (size_t)p[3] << 14) +
+			                                4
+			                      : (size_t)p[1] + 2;
+		}
+		if (t->pos > t->end || (size_t)(t->end - t->pos) < 4 + 4 * MT_MAX_VARINT)
+			return;
+	} else {
+		mt_sampler_last(); /* the last figures before the end */
+	}
 	rec = mt_room(4 + 4 * MT_MAX_VARINT);
 	if (!rec)
 		return;
@@ -103,7 +126,7 @@ __attribute__((destructor)) static void finish(void)
 	int how = atomic_load(&exit_how);
 
 	mt_self.guard = true;
-	mt_process_exit_record(how ? (unsigned)how : MT_EXIT_UNKNOWN, exit_status);
+	mt_process_exit_record(how ? (unsigned)how : MT_EXIT_UNKNOWN, exit_status, guard);
 	mt_self.guard = guard;
 }
 
@@ -143,7 +166,7 @@ static void underscore_exit(int status)
 	bool guard = mt_self.guard;
 
 	mt_self.guard = true;
-	mt_process_exit_record(MT_EXIT_UNDERSCORE, status);
+	mt_process_exit_record(MT_EXIT_UNDERSCORE, status, guard);
 	mt_self.guard = guard;
 }
 

@@ -160,7 +160,7 @@ static void files_for_this_process(void)
 	if (files_pid == mt_pid)
 		return;
 	files_pid = mt_pid;
-	for (int i = MT_FD_STATM; i < MT_FD_SLOTS; i++) {
+	for (int i = MT_FD_STATM; i <= MT_FD_CG_MAX; i++) { /* the sampler's slots only */
 		mt_fd_drop((enum mt_fd_slot)i);
 		missing[i] = false;
 	}

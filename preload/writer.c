@@ -449,13 +449,23 @@ static void punch_tail(struct mt_thread *t)
 	mt_fd_release(MT_FD_TRACE);
 }
 
+/*
+ * base is NULL whenever pos and end are not a mapped chunk's: it is cleared
+ * first here and set last when a chunk is installed, so that a signal
+ * handler's _exit that interrupted either (process.c) never writes into an
+ * unmapped chunk.
+ */
 static void release_chunk(struct mt_thread *t)
 {
-	if (!t->base)
+	uint8_t *base = t->base;
+
+	if (!base)
 		return;
-	mapped_remove((uintptr_t)t->base, t->chunk_bytes, t->tid);
-	mt_real.munmap(t->base, t->chunk_bytes);
-	t->base = t->pos = t->end = NULL;
+	t->base = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->pos = t->end = NULL;
+	mapped_remove((uintptr_t)base, t->chunk_bytes, t->tid);
+	mt_real.munmap(base, t->chunk_bytes);
 }
 
 /* Thread exit (pthread key destructor): give the chunk and its unused pages back. */
@@ -598,7 +608,6 @@ uint8_t *mt_writer_room_slow(size_t need)
 	ch->size = size;
 	atomic_signal_fence(memory_order_release);
 	ch->magic = MT_CHUNK_MAGIC;
-	t->base = p;
 	t->pos = p + hdr;
 	t->end = p + size - STOP_RESERVE;
 	t->chunk_bytes = size;
@@ -606,6 +615,8 @@ uint8_t *mt_writer_room_slow(size_t need)
 	t->chunk_next = size < MT_CHUNK_SIZE_MAX ? size * 2 : MT_CHUNK_SIZE_MAX;
 	t->time = ch->base_ticks;
 	t->addr = 0;
+	atomic_signal_fence(memory_order_seq_cst); /* base last: see release_chunk */
+	t->base = p;
 	if (thread_key_ok && !t->key_set) {
 		t->key_set = pthread_setspecific(thread_key, t) == 0;
 	}

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import time
 
-from harness import BIN, LIB, check, dump_summary, main, program, run, run_traced, workdir
+from harness import BIN, LIB, Failure, check, dump_summary, main, program, run, run_traced, workdir
 
 
 def host(p):
@@ -205,6 +205,21 @@ def test_low_descriptors_left_free():
     shutil.rmtree(d)
 
 
+def test_exit_from_a_signal_handler_inside_malloc():
+    """_exit from a handler that interrupted malloc: no wait on glibc's
+    arena lock (the exit sample's heap figures), the status as untraced."""
+    d = workdir()
+    for i in range(20):
+        try:
+            r = run_traced([program("signal-exit")], os.path.join(d, "t.bin"), timeout=20)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"run {i}: the program hung in its exit")
+        check(r.returncode == 3 and r.stderr == b"", f"run {i}: status {r.returncode} {r.stderr!r}")
+        (p,) = dump_summary(os.path.join(d, "t.bin"))["processes"]
+        check(p["end"] == "exit" and p["exit_status"] == 3, f"run {i}: end {p['end']}")
+    shutil.rmtree(d)
+
+
 main({
     "raw_clone_glibc": lambda: test_raw_clone("glibc"),
     "raw_clone_syscall": lambda: test_raw_clone("syscall"),
@@ -215,4 +230,5 @@ main({
     "setenv_no_unknown_free": test_setenv_no_unknown_free,
     "not_ours_said_once": test_not_ours_said_once,
     "low_descriptors_left_free": test_low_descriptors_left_free,
+    "exit_from_a_signal_handler_inside_malloc": test_exit_from_a_signal_handler_inside_malloc,
 })
