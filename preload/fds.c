@@ -387,6 +387,7 @@ MT_EXPORT void closefrom(int lowfd)
 static int dup_common(int old, int new, int flags, bool is_dup2)
 {
 	struct slot *s = slot_of(new);
+	bool unwind_pipe;
 	int r, err, high;
 
 	if (protected_fd(old) && !(old == new && !is_dup2)) {
@@ -406,10 +407,11 @@ static int dup_common(int old, int new, int flags, bool is_dup2)
 		errno = err;
 		return real_dup3(old, new, flags, is_dup2);
 	}
-	if (s >= &slots[MT_FD_UNWIND_READ]) {
-		/* libunwind keeps this number and would write into the program's
-		 * file there: it cannot move. EBUSY is what Linux says of a number
-		 * being set up. */
+	/* libunwind keeps its pipe's numbers: no walk may run while they change */
+	unwind_pipe = s >= &slots[MT_FD_UNWIND_READ];
+	if (unwind_pipe && !mt_unwind_pipe_pause()) {
+		/* a signal handler interrupted this thread's walk: EBUSY, what Linux
+		 * says of a number being set up */
 		unlock(s);
 		errno = EBUSY;
 		return -1;
@@ -417,6 +419,10 @@ static int dup_common(int old, int new, int flags, bool is_dup2)
 	high = move_high(new);
 	/* no number free to move to: the program's call takes ours, which is forgotten */
 	atomic_store(&s->fd, high);
+	if (unwind_pipe) {
+		mt_unwind_pipe_renumber(new, high);
+		mt_unwind_pipe_resume();
+	}
 	errno = err;
 	r = real_dup3(old, new, flags, is_dup2);
 	if (r < 0 && high >= 0) {

@@ -209,6 +209,14 @@ MT_HIDDEN void mt_fd_release(enum mt_fd_slot slot);
 /* Closes the slot's number if it still is its file, and forgets it. */
 MT_HIDDEN void mt_fd_drop(enum mt_fd_slot slot);
 
+/* unwind-pipe.c: memtrace's libunwind walks, counted so that libunwind's
+ * pipe can move (a program's dup2 onto it) while none is under way. */
+MT_HIDDEN void mt_unwind_pipe_enter(void);
+MT_HIDDEN void mt_unwind_pipe_leave(void);
+MT_HIDDEN bool mt_unwind_pipe_pause(void); /* false: cannot now (this thread walks) */
+MT_HIDDEN void mt_unwind_pipe_renumber(int from, int to);
+MT_HIDDEN void mt_unwind_pipe_resume(void);
+
 /* config.c */
 MT_HIDDEN void mt_config_load(void);
 
@@ -224,6 +232,13 @@ MT_HIDDEN void mt_writer_drop_thread(void); /* tracing is off: give this thread'
 MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
 MT_HIDDEN extern uint32_t mt_instance;
 MT_HIDDEN extern pid_t mt_pid;
+
+/*
+ * Bytes at the end of every chunk that events never use: room for the stop
+ * record (LOST, 13 bytes; writer.c) and for an EXIT written by a signal
+ * handler that interrupted memtrace (at most 44; process.c).
+ */
+#define MT_STOP_RESERVE 64
 
 /* Returns room for a record of at most need bytes, or NULL (tracing off). */
 static inline uint8_t *mt_room(size_t need)

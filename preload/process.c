@@ -105,6 +105,8 @@ void mt_process_exit_record(unsigned how, int status, bool interrupted)
 			                                4
 			                      : (size_t)p[1] + 2;
 		}
+		/* the room every chunk keeps (writer.c) is for this too */
+		t->end += MT_STOP_RESERVE;
 		if (t->pos > t->end || (size_t)(t->end - t->pos) < 4 + 4 * MT_MAX_VARINT)
 			return;
 	} else {

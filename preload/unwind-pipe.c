@@ -11,11 +11,18 @@
  * code while this thread is inside memtrace gets its pipe moved to fds.c's
  * high, protected numbers; every other call is the plain system call.
  *
+ * A program's dup2 onto one of those numbers moves the pipe again (fds.c),
+ * and libunwind's own copy of the numbers (the array it gave pipe2) is
+ * renumbered with it. So that no walk reads a number while it changes,
+ * memtrace's libunwind walks are counted (mt_unwind_pipe_enter/leave) and a
+ * move waits until none is under way.
+ *
  * Context: any thread, any time; the program's own calls pay a TLS load.
  */
 #define UNW_LOCAL_ONLY
 #include <errno.h>
 #include <libunwind.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,6 +41,54 @@ static bool from_libunwind(uintptr_t ip)
 		atomic_store_explicit(&hi, h, memory_order_release);
 	}
 	return ip >= atomic_load(&lo) && ip < atomic_load(&hi);
+}
+
+static int *libunwind_fds;       /* libunwind's array of the pipe's two numbers */
+static _Atomic unsigned walkers; /* memtrace's libunwind walks under way */
+static _Atomic bool moving;      /* a move of the pipe is under way */
+static MT_TLS bool walking;      /* this thread is in one of those walks */
+
+void mt_unwind_pipe_enter(void)
+{
+	for (;;) {
+		while (atomic_load(&moving))
+			sched_yield();
+		atomic_fetch_add(&walkers, 1);
+		if (!atomic_load(&moving))
+			break;
+		atomic_fetch_sub(&walkers, 1);
+	}
+	walking = true;
+}
+
+void mt_unwind_pipe_leave(void)
+{
+	walking = false;
+	atomic_fetch_sub(&walkers, 1);
+}
+
+bool mt_unwind_pipe_pause(void)
+{
+	bool no = false;
+
+	/* a signal handler that interrupted this thread's walk would wait for itself */
+	if (walking || !atomic_compare_exchange_strong(&moving, &no, true))
+		return false;
+	while (atomic_load(&walkers))
+		sched_yield();
+	return true;
+}
+
+void mt_unwind_pipe_renumber(int from, int to)
+{
+	for (int i = 0; libunwind_fds && i < 2; i++)
+		if (libunwind_fds[i] == from)
+			libunwind_fds[i] = to;
+}
+
+void mt_unwind_pipe_resume(void)
+{
+	atomic_store(&moving, false);
 }
 
 MT_EXPORT int pipe2(int fds[2], int flags)
@@ -57,5 +112,6 @@ MT_EXPORT int pipe2(int fds[2], int flags)
 	}
 	fds[0] = rd;
 	fds[1] = wr;
+	libunwind_fds = fds;
 	return 0;
 }

@@ -690,9 +690,11 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 static int fallback(struct mt_area *area, int max, uint64_t *hash)
 {
 	void *buf[WALK_MAX];
-	int err = errno;
-	int n = unw_backtrace(buf, max + 16), skip = 0;
+	int err = errno, n, skip = 0;
 
+	mt_unwind_pipe_enter();
+	n = unw_backtrace(buf, max + 16);
+	mt_unwind_pipe_leave();
 	errno = err;
 	while (skip < n && mt_in_self((uintptr_t)buf[skip]))
 		skip++;
@@ -793,7 +795,11 @@ int mt_unwind(int max, uint64_t *hash)
 {
 	struct mt_area *area = mt_area_get(&mt_self);
 	void *buf[MT_MAX_DEPTH + 16];
-	int n = unw_backtrace(buf, max + 16), skip = 0;
+	int n, skip = 0;
+
+	mt_unwind_pipe_enter();
+	n = unw_backtrace(buf, max + 16);
+	mt_unwind_pipe_leave();
 
 	while (skip < n && mt_in_self((uintptr_t)buf[skip]))
 		skip++;

@@ -19,7 +19,7 @@
  * flock on it, so that a second run with the same output name knows the
  * file is live and writes NAME.1 instead of moving it aside.
  *
- * Every chunk keeps STOP_RESERVE bytes at its end that the hot path never
+ * Every chunk keeps MT_STOP_RESERVE bytes at its end that the hot path never
  * uses: when the trace cannot grow (a full disk, the file size limit, no
  * address space) the thread that finds out writes the stop record there,
  * so a reader knows where and why the trace ends.
@@ -52,9 +52,6 @@ static dev_t trace_dev;
 static ino_t trace_ino;
 static pthread_key_t thread_key;
 static bool thread_key_ok;
-
-/* Room for a LOST record: type, length, reason, errno. */
-#define STOP_RESERVE 16
 
 /*
  * Chunks mapped by this process's threads, so that a forked child can unmap
@@ -576,17 +573,17 @@ uint8_t *mt_writer_room_slow(size_t need)
 	struct mt_thread *t = &mt_self;
 	size_t hdr = sizeof(struct mt_chunk_header);
 	struct mt_chunk_header *ch;
-	uint32_t size = t->chunk_next ? t->chunk_next : MT_CHUNK_SIZE_FIRST;
+	uint32_t size = t->chunk_next ? t->chunk_next : MT_CHUNK_SIZE_FIRST, old_size;
 	int saved = errno;
 	uint64_t off;
-	uint8_t *p;
+	uint8_t *p, *old;
 
 	if (atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_ON ||
-	    need > MT_CHUNK_SIZE_MAX - hdr - STOP_RESERVE)
+	    need > MT_CHUNK_SIZE_MAX - hdr - MT_STOP_RESERVE)
 		return NULL;
 	if (!t->tid)
 		t->tid = (uint32_t)syscall(SYS_gettid);
-	while (size < need + hdr + STOP_RESERVE)
+	while (size < need + hdr + MT_STOP_RESERVE)
 		size *= 2;
 	/* the new chunk first: if there is none, the old one holds the stop record */
 	p = map_chunk(t, size, &off);
@@ -594,7 +591,6 @@ uint8_t *mt_writer_room_slow(size_t need)
 		errno = saved;
 		return NULL;
 	}
-	release_chunk(t);
 	/* the pages writable at once: one call, not a write fault per page (Linux 5.14+;
 	 * an older kernel says EINVAL and the pages fault in as they are written) */
 	madvise(p, size, MT_MADV_POPULATE_WRITE);
@@ -608,15 +604,25 @@ uint8_t *mt_writer_room_slow(size_t need)
 	ch->size = size;
 	atomic_signal_fence(memory_order_release);
 	ch->magic = MT_CHUNK_MAGIC;
+	/* the switch: the old chunk stays whole until base is the new one's, and
+	 * base is NULL only across these few stores (see release_chunk) */
+	old = t->base;
+	old_size = t->chunk_bytes;
+	t->base = NULL;
+	atomic_signal_fence(memory_order_seq_cst);
 	t->pos = p + hdr;
-	t->end = p + size - STOP_RESERVE;
+	t->end = p + size - MT_STOP_RESERVE;
 	t->chunk_bytes = size;
 	t->chunk_off = off;
 	t->chunk_next = size < MT_CHUNK_SIZE_MAX ? size * 2 : MT_CHUNK_SIZE_MAX;
 	t->time = ch->base_ticks;
 	t->addr = 0;
-	atomic_signal_fence(memory_order_seq_cst); /* base last: see release_chunk */
+	atomic_signal_fence(memory_order_seq_cst);
 	t->base = p;
+	if (old) {
+		mapped_remove((uintptr_t)old, old_size, t->tid);
+		mt_real.munmap(old, old_size);
+	}
 	if (thread_key_ok && !t->key_set) {
 		t->key_set = pthread_setspecific(thread_key, t) == 0;
 	}
