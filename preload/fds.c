@@ -218,27 +218,39 @@ static void drop_locked(struct slot *s)
 		real_close(fd);
 }
 
-int mt_fd_keep(enum mt_fd_slot slot, int fd)
+int mt_fd_keep(enum mt_fd_slot slot, int fd, const struct stat *expect)
 {
 	struct slot *s = &slots[slot];
 	int saved = errno, high, r;
 	struct stat st, again;
 
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
+	/*
+	 * The number is still the file memtrace opened, unless the program closed
+	 * it (a double close of a stale number of its own) and opened another
+	 * there: then it is the program's, neither kept nor closed.
+	 */
+	if (fstat(fd, &st) < 0 || st.st_dev != expect->st_dev || st.st_ino != expect->st_ino) {
 		errno = saved;
-		return r;
+		return -ESTALE;
 	}
 	if (!lock(s)) {
-		real_close(fd);
+		if (fstat(fd, &again) == 0 && again.st_dev == st.st_dev &&
+		    again.st_ino == st.st_ino)
+			real_close(fd);
 		errno = saved;
 		return -EBUSY;
 	}
 	drop_locked(s);
 	high = move_high(fd);
 	r = high >= 0 ? high : -errno;
-	/* the original number: still the file just checked, unless the program
-	 * closed it and opened another there (a double close) */
+	/* the copy must be of our file too: the same race, a moment later */
+	if (high >= 0 &&
+	    (fstat(high, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino)) {
+		real_close(high); /* a copy of the program's file: ours to close */
+		high = -1;
+		r = -ESTALE;
+	}
+	/* the original number: closed if it still is our file */
 	if (fstat(fd, &again) == 0 && again.st_dev == st.st_dev && again.st_ino == st.st_ino)
 		real_close(fd);
 	if (high >= 0) {

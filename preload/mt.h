@@ -195,10 +195,15 @@ enum mt_fd_slot {
 	MT_FD_UNWIND_WRITE,
 	MT_FD_SLOTS
 };
-/* Moves fd to a high close-on-exec number and remembers its dev/ino in the
- * slot (a slot already held is dropped first); closes the original number if
- * it still is that file. The new number, or -errno (fd closed either way). */
-MT_HIDDEN int mt_fd_keep(enum mt_fd_slot slot, int fd);
+/* Moves fd, which memtrace just opened as the file `expect` describes (its
+ * dev/ino, known beforehand: stat by path, or the trace's), to a high
+ * close-on-exec number and remembers it in the slot (a slot already held is
+ * dropped first); closes the original number if it still is that file. The
+ * new number, or -errno; -ESTALE when fd is no longer that file (the
+ * program's double close took it and opened another there): then fd is the
+ * program's and left alone. */
+struct stat;
+MT_HIDDEN int mt_fd_keep(enum mt_fd_slot slot, int fd, const struct stat *expect);
 /* The slot's number if it still is its file, else -1 (forgotten, not closed). */
 MT_HIDDEN int mt_fd_get(enum mt_fd_slot slot);
 /* The same, with the slot's lock held until mt_fd_release when it returns a
@@ -228,7 +233,7 @@ MT_HIDDEN uint32_t mt_writer_new_instance(void);
 MT_HIDDEN void mt_writer_after_fork(void);           /* fork child: drop the parent's chunks */
 MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk */
 MT_HIDDEN void mt_writer_thread_key(void);
-MT_HIDDEN void mt_writer_drop_thread(void); /* tracing is off: give this thread's chunk back */
+MT_HIDDEN void mt_writer_drop_thread(void);  /* tracing is off: give this thread's chunk back */
 MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
 MT_HIDDEN extern uint32_t mt_instance;
 MT_HIDDEN extern pid_t mt_pid;
@@ -402,7 +407,7 @@ MT_HIDDEN void mt_process_exit_record(unsigned how, int status, bool interrupted
 MT_HIDDEN bool mt_process_in_parent_memory(void);
 
 /* sampler.c */
-MT_HIDDEN void mt_sampler_start(void);
+MT_HIDDEN void mt_sampler_start(void);  /* a process begins: its files, its thread */
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
 /* The heap figures' states (sampler.c): a program thread takes them at the
@@ -460,7 +465,8 @@ MT_HIDDEN void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size
 MT_HIDDEN void mt_rec_fail(unsigned fn, size_t size, int err);
 /* The same for events of an explicit memory kind (CUDA); _stack: a stack taken earlier. */
 MT_HIDDEN void mt_rec_alloc_kind(unsigned fn, unsigned kind, void *p, uint64_t size);
-MT_HIDDEN void mt_rec_alloc_stack(unsigned fn, unsigned kind, void *p, uint64_t size, uint32_t stack);
+MT_HIDDEN void mt_rec_alloc_stack(unsigned fn, unsigned kind, void *p, uint64_t size,
+                                  uint32_t stack);
 MT_HIDDEN void mt_rec_free_kind(unsigned fn, unsigned kind, void *p);
 MT_HIDDEN void mt_rec_fail_kind(unsigned fn, unsigned kind, uint64_t size, int err,
                                 uint64_t device_free, uint64_t device_total);

@@ -34,6 +34,7 @@
  * May not: allocate with malloc (static buffers), print, close a descriptor
  * that is not verified to be its own.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -41,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mt.h"
@@ -59,21 +62,43 @@ static bool cg_v1;
  * slot has none. The slot's lock is held while the number is read, so no
  * dup2 of the program's can put another file under it meanwhile.
  */
+/*
+ * Opens the slot's file. open() returns the lowest free number, which for a
+ * moment is among the program's: a program thread's double close of a stale
+ * number could take it, and the program's next descriptor would get another
+ * number than untraced. So the files are opened when the process begins
+ * (mt_sampler_start: before main, or in a fork child, one thread either
+ * way), and later only when the cgroup changed or the program took one.
+ */
+static int open_slot(enum mt_fd_slot slot, const char *path)
+{
+	struct stat want;
+	int fd, r;
+
+	if (missing[slot] || !path[0])
+		return -1;
+	/* the file's identity before its descriptor exists: what the number
+	 * open returns must still be that file when it is moved (mt_fd_keep) */
+	if (stat(path, &want) < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		missing[slot] = true;
+		return -1;
+	}
+	r = mt_fd_keep(slot, fd, &want);
+	if (r == -ESTALE)
+		return -1; /* the program took the number meanwhile: next time */
+	if (r < 0)
+		missing[slot] = true;
+	return r < 0 ? -1 : 0;
+}
+
 static size_t read_slot(enum mt_fd_slot slot, const char *path, char *buf, size_t size)
 {
 	int fd = mt_fd_hold(slot);
 	ssize_t r;
 	size_t n = 0;
 
-	if (fd < 0) {
-		if (missing[slot] || !path[0])
-			return 0;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || mt_fd_keep(slot, fd) < 0 || (fd = mt_fd_hold(slot)) < 0) {
-			missing[slot] = true;
-			return 0;
-		}
-	}
+	if (fd < 0 && (open_slot(slot, path) < 0 || (fd = mt_fd_hold(slot)) < 0))
+		return 0;
 	while (n < size - 1 && (r = pread(fd, buf + n, size - 1 - n, (off_t)n)) > 0)
 		n += (size_t)r;
 	mt_fd_release(slot);
@@ -343,6 +368,10 @@ static void *sampler(void *arg)
 
 	(void)arg;
 	mt_self.guard = true;
+	/* named from inside: pthread_setname_np from another thread writes
+	 * /proc/PID/task/TID/comm, whose dentries the kernel must then clear when
+	 * the process is reaped (a millisecond per short process) */
+	prctl(PR_SET_NAME, "memtrace", 0, 0, 0);
 	while (atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_ON) {
 		settle_heap();
 		take_sample(false);
@@ -351,17 +380,24 @@ static void *sampler(void *arg)
 	return NULL;
 }
 
+/*
+ * A process begins (start-up, or a fork child, which has only the thread
+ * that forked): its files are opened and its sampler thread started. The
+ * thread runs from the start: a process that touches memory without
+ * allocating (a worker writing its part of an inherited dataset) still
+ * gets its figures over time.
+ */
 void mt_sampler_start(void)
 {
+	uint64_t cg_current_now, cg_max_now;
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t th;
 
-	/* No sampler runs in this process yet (start-up, or a fork child, which
-	 * has only the thread that forked). A child forked while its parent's
-	 * sampler was mid-sample inherits sampling == true, and would never
-	 * sample, not even at its exit; and it inherits the parent's last Pss
-	 * and Private_Dirty, which its first sample must not repeat. */
+	/* A child forked while its parent's sampler was mid-sample inherits
+	 * sampling == true, and would never sample, not even at its exit; and it
+	 * inherits the parent's last Pss and Private_Dirty, which its first
+	 * sample must not repeat (smaps_rollup is read then). */
 	atomic_store(&sampling, false);
 	smaps_every = 1;
 	smaps_tick = 0;
@@ -374,14 +410,17 @@ void mt_sampler_start(void)
 	heap_tick = 0;
 	if (!mt_config.interval_ms)
 		return;
+	/* the files now, while this process has one thread (open_slot) */
+	files_for_this_process();
+	open_slot(MT_FD_STATM, "/proc/self/statm");
+	open_slot(MT_FD_SMAPS, "/proc/self/smaps_rollup");
+	cgroup_memory(&cg_current_now, &cg_max_now);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	if (pthread_create(&th, &attr, sampler, NULL) == 0)
-		pthread_setname_np(th, "memtrace");
-	else
+	if (pthread_create(&th, &attr, sampler, NULL) != 0)
 		mt_say("cannot start the sampler thread; RSS and heap figures will be missing");
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

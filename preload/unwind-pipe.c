@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <libunwind.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,13 +96,18 @@ MT_EXPORT int pipe2(int fds[2], int flags)
 {
 	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
 	int r = (int)syscall(SYS_pipe2, fds, flags);
+	struct stat pipe_id;
 	int rd, wr;
 
 	if (r < 0 || !mt_self.guard || !from_libunwind(caller))
 		return r;
-	/* O_NONBLOCK belongs to the pipe, not the number: the moved ones keep it */
-	rd = mt_fd_keep(MT_FD_UNWIND_READ, fds[0]);
-	wr = mt_fd_keep(MT_FD_UNWIND_WRITE, fds[1]);
+	/* O_NONBLOCK belongs to the pipe, not the number: the moved ones keep it.
+	 * The two ends share one inode, taken now: a number the program took
+	 * meanwhile (its double close) is not moved, nor closed */
+	if (fstat(fds[1], &pipe_id) < 0)
+		return r;
+	rd = mt_fd_keep(MT_FD_UNWIND_READ, fds[0], &pipe_id);
+	wr = mt_fd_keep(MT_FD_UNWIND_WRITE, fds[1], &pipe_id);
 	if (rd < 0 || wr < 0) {
 		/* no high numbers: libunwind takes every address as unreadable and
 		 * ends the stack there, rather than keep a pipe among the program's */

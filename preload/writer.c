@@ -252,7 +252,7 @@ int mt_writer_create(pid_t pid)
 	strcpy(path, name);
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
-	r = mt_fd_keep(MT_FD_TRACE, fd);
+	r = mt_fd_keep(MT_FD_TRACE, fd, &st);
 	if (r < 0) {
 		mt_say("cannot keep the trace %s open: %s; tracing is off", path, strerror(-r));
 		return r;
@@ -352,7 +352,8 @@ int mt_writer_join(const char *token)
 		header = NULL;
 		goto fail;
 	}
-	if (mt_fd_keep(MT_FD_TRACE, fd) < 0) {
+	if (mt_fd_keep(MT_FD_TRACE, fd, &(struct stat){.st_dev = trace_dev, .st_ino = trace_ino}) <
+	    0) {
 		mt_real.munmap(header, MT_HEADER_SIZE);
 		header = NULL;
 		return -EINVAL;
@@ -422,7 +423,7 @@ static int trace_fd_hold(void)
 		return -ESTALE;
 	}
 	flock(fd, LOCK_SH | LOCK_NB);
-	r = mt_fd_keep(MT_FD_TRACE, fd);
+	r = mt_fd_keep(MT_FD_TRACE, fd, &st);
 	if (r < 0)
 		return r;
 	fd = mt_fd_hold(MT_FD_TRACE);
