@@ -17,6 +17,8 @@
  *
  * Debug files are found by Dwfl's standard search: /usr/lib/debug/.build-id,
  * then .gnu_debuglink; and debuginfod when the user set DEBUGINFOD_URLS.
+ * A path from the trace is opened only if it is a regular file, and never
+ * waits (a FIFO's open would wait for a writer for ever).
  *
  * May not: print, or give a name it cannot vouch for. Not thread-safe: one
  * symbolizer per thread. Memory grows with the distinct (object, offset)
@@ -25,9 +27,12 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "map.h"
 #include "symbolize.h"
@@ -206,17 +211,47 @@ static bool same_segments(Dwfl_Module *mod, const struct mt_module *m)
 	return k == m->nseg && k > 0;
 }
 
+/*
+ * file, if it is a regular file. A trace can name anything: open() of a
+ * FIFO waits for a writer for ever, and a device's open can have effects,
+ * so it never blocks and anything else is refused before it is read.
+ */
+static int open_regular(const char *file)
+{
+	struct stat st;
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 /* A Dwfl over one file at load bias 0, if it is the object the trace saw. */
 static bool try_open(struct object *o, const struct mt_module *m, const char *file)
 {
-	Dwfl *dwfl = dwfl_begin(&dwfl_callbacks);
+	int fd = open_regular(file);
+	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	bool ok;
 
-	if (!dwfl)
+	if (fd < 0)
 		return false;
-	/* ET_DYN with add_p_vaddr: placed at its p_vaddr, bias 0; ET_EXEC as linked. */
-	mod = dwfl_report_elf(dwfl, file, file, -1, 0, true);
+	dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!dwfl) {
+		close(fd);
+		return false;
+	}
+	/*
+	 * ET_DYN with add_p_vaddr: placed at its p_vaddr, bias 0; ET_EXEC as
+	 * linked. The module owns fd once reported; a refusal leaves it ours.
+	 */
+	mod = dwfl_report_elf(dwfl, file, file, fd, 0, true);
+	if (!mod)
+		close(fd);
 	if (dwfl_report_end(dwfl, NULL, NULL) != 0)
 		mod = NULL;
 	if (m->build_id_len)
