@@ -278,9 +278,9 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		g->failures++;
 		mt_size_text(b1, sizeof(b1), bytes);
 		mt_size_text(b2, sizeof(b2), max_leaked);
-		printf("memtrace check: process %u (%s): %s %s %s in %" PRIu64
-		       " block%s, more than %s\n",
-		       p->in->pid, mt_cmd_command(p->in), mt_kind_name(kind),
+		printf("memtrace check: process %u (", p->in->pid);
+		mt_put_text(stdout, mt_cmd_command(p->in));
+		printf("): %s %s %s in %" PRIu64 " block%s, more than %s\n", mt_kind_name(kind),
 		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
 		       blocks == 1 ? "" : "s", b2);
 		mt_stack_rows_sort(rows, n, MT_METRIC_LEAKED);
@@ -296,8 +296,9 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		g->failures++;
 		mt_size_text(b1, sizeof(b1), k->stats.peak_bytes);
 		mt_size_text(b2, sizeof(b2), max_peak);
-		printf("memtrace check: process %u (%s): %s peak %s, more than %s\n", p->in->pid,
-		       mt_cmd_command(p->in), mt_kind_name(kind), b1, b2);
+		printf("memtrace check: process %u (", p->in->pid);
+		mt_put_text(stdout, mt_cmd_command(p->in));
+		printf("): %s peak %s, more than %s\n", mt_kind_name(kind), b1, b2);
 		n = 0;
 		for (size_t i = 0; i < k->nrows; i++)
 			if (k->rows[i].peak_bytes)

@@ -74,24 +74,22 @@ static double rel_ms(const struct mt_trace *t, uint64_t ticks)
 	return (double)(int64_t)(ns - t->header.created_monotonic) / 1e6;
 }
 
+/* Quoted and escaped; a command line's NUL separators as spaces. */
 static void put_string(FILE *f, struct mt_bytes b, bool nul_as_space)
 {
-	uint32_t n = b.len;
+	uint32_t n = b.len, start = 0;
 
 	if (nul_as_space)
 		while (n > 0 && b.data[n - 1] == 0)
 			n--;
 	fputc('"', f);
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t c = b.data[i];
-		if (c == 0 && nul_as_space)
+	for (uint32_t i = 0; i <= n; i++) {
+		if (i < n && (b.data[i] != 0 || !nul_as_space))
+			continue;
+		mt_put_escaped(f, b.data + start, i - start, MT_ESCAPE_CONTROL | MT_ESCAPE_QUOTE);
+		if (i < n)
 			fputc(' ', f);
-		else if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\x%02x", c);
-		else
-			fputc(c, f);
+		start = i + 1;
 	}
 	fputc('"', f);
 }
@@ -308,8 +306,10 @@ static void print_summary(const char *file, const struct mt_trace *t, const stru
 			printf(" lost_stacks %" PRIu64, in->lost_stack_events);
 		if (!in->have_process)
 			printf(" no-process-record");
-		printf(" command %s\n",
-		       in->cmdline && in->cmdline[0] ? in->cmdline : (in->exe ? in->exe : ""));
+		fputs(" command ", stdout);
+		mt_put_text(stdout,
+		            in->cmdline && in->cmdline[0] ? in->cmdline : (in->exe ? in->exe : ""));
+		putchar('\n');
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			const struct mt_kind_stats *s = &in->kind[k];
 			if (!mt_kind_shown(in, (unsigned)k))
@@ -339,7 +339,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 	const struct mt_trace_stats *ts = mt_replay_trace_stats(r);
 	json_t *root = json_object(), *procs = json_array();
 
-	json_object_set_new(root, "file", json_string(file));
+	json_object_set_new(root, "file", mt_json_text(file));
 	json_object_set_new(root, "version", json_integer(t->header.version));
 	json_object_set_new(root, "size", json_integer((json_int_t)t->size));
 	json_object_set_new(root, "chunk_unit", json_integer(t->header.chunk_unit));
@@ -358,8 +358,8 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 		json_object_set_new(p, "ppid", json_integer(in->ppid));
 		json_object_set_new(p, "origin", json_string(origin_name(in->origin)));
 		json_object_set_new(p, "parent_instance", json_integer(in->parent_instance));
-		json_object_set_new(p, "exe", json_string(in->exe ? in->exe : ""));
-		json_object_set_new(p, "command", json_string(in->cmdline ? in->cmdline : ""));
+		json_object_set_new(p, "exe", mt_json_text(in->exe ? in->exe : ""));
+		json_object_set_new(p, "command", mt_json_text(in->cmdline ? in->cmdline : ""));
 		json_object_set_new(p, "end", json_string(mt_end_name(in->end)));
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(p, "exit_status", json_integer(in->exit_status));
@@ -368,9 +368,7 @@ static json_t *summary_json(const char *file, const struct mt_trace *t, const st
 			json_object_set_new(p, "stop_errno", json_integer(in->stopped_errno));
 		}
 		json_object_set_new(p, "exec_path",
-		                    mt_end_replaced(in->end) && in->exec_path
-		                            ? json_string(in->exec_path)
-		                            : json_null());
+		                    mt_json_text(mt_end_replaced(in->end) ? in->exec_path : NULL));
 		json_object_set_new(p, "threads", json_integer(in->threads));
 		json_object_set_new(p, "records", json_integer((json_int_t)in->records));
 		json_object_set_new(p, "events", json_integer((json_int_t)in->events));

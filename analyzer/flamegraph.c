@@ -60,24 +60,33 @@ static int buf_put(struct buf *b, const char *s, size_t len)
  * A frame name that keeps the folded format valid: ';' separates frames
  * and the last space separates the value, so neither may appear. The
  * spaces C++ demangling puts after a comma and between closing angle
- * brackets carry nothing and go; the others become '_'.
+ * brackets carry nothing and go; the others become '_'. Control
+ * characters and bytes that are not UTF-8 are escaped as in every text
+ * output (commands.h), so no line is cut or forged.
  */
-static int put_name(struct buf *b, const char *name)
+static int put_name(struct buf *b, const char *raw)
 {
-	for (const char *p = name; *p; p++) {
+	size_t len = strlen(raw);
+	/* escaping lengthens what it changes: most names are kept and not copied */
+	bool plain = mt_escape(NULL, 0, raw, len, MT_ESCAPE_CONTROL) == len;
+	char *copy = plain ? NULL : mt_escape_dup(raw, len, MT_ESCAPE_CONTROL);
+	const char *name = plain ? raw : copy;
+	int r = 0;
+
+	if (!name)
+		return -1;
+	for (const char *p = name; *p && r == 0; p++) {
 		char c = *p;
 		if (c == ' ' && p > name && (p[-1] == ',' || p[1] == '>'))
 			continue;
-		if (c == ' ' || c == '\t')
+		if (c == ' ')
 			c = '_';
 		else if (c == ';')
 			c = ':';
-		else if ((unsigned char)c < 0x20)
-			c = '?';
-		if (buf_put(b, &c, 1) < 0)
-			return -1;
+		r = buf_put(b, &c, 1);
 	}
-	return 0;
+	free(copy);
+	return r;
 }
 
 static const char *base_name(const char *path)

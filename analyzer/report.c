@@ -251,9 +251,11 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 	if (d->ngrowth > 3 && top > 3)
 		printf("    ... %zu more growing stack%s (--json)\n", d->ngrowth - 3,
 		       d->ngrowth - 3 == 1 ? "" : "s");
-	if (p->in->nmarks)
-		printf("    %u mark%s, the last \"%s\"\n", p->in->nmarks,
-		       p->in->nmarks == 1 ? "" : "s", p->in->marks[p->in->nmarks - 1].label);
+	if (p->in->nmarks) {
+		printf("    %u mark%s, the last \"", p->in->nmarks, p->in->nmarks == 1 ? "" : "s");
+		mt_put_text(stdout, p->in->marks[p->in->nmarks - 1].label);
+		puts("\"");
+	}
 	if (m->samples) {
 		mt_size_text(b1, sizeof(b1), m->rss_peak);
 		mt_size_text(b2, sizeof(b2), m->rss_last);
@@ -284,13 +286,17 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 
 	if (!syms)
 		return;
-	printf("memtrace report: %s: %u process%s, %" PRIu64 " events\n", file, a->nprocs,
-	       a->nprocs == 1 ? "" : "es", a->events);
+	fputs("memtrace report: ", stdout);
+	mt_put_text(stdout, file);
+	printf(": %u process%s, %" PRIu64 " events\n", a->nprocs, a->nprocs == 1 ? "" : "es",
+	       a->events);
 	for (uint32_t i = 0; i < a->nprocs; i++) {
 		const struct mt_process_result *p = &a->procs[i];
 		const struct mt_instance *in = p->in;
 
-		printf("\nprocess %u (ppid %u): %s\n", in->pid, in->ppid, mt_cmd_command(in));
+		printf("\nprocess %u (ppid %u): ", in->pid, in->ppid);
+		mt_put_text(stdout, mt_cmd_command(in));
+		putchar('\n');
 		switch (in->end) {
 		case MT_END_KILLED:
 			mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
@@ -310,7 +316,9 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 			break;
 		case MT_END_EXEC_UNTRACED:
 			/* say why this process has no exit, and that it was not killed */
-			printf("  replaced by an untraced program %s\n", in->exec_path);
+			fputs("  replaced by an untraced program ", stdout);
+			mt_put_text(stdout, in->exec_path ? in->exec_path : "?");
+			putchar('\n');
 			printf("    (a program memtrace cannot enter, such as a static or setuid "
 			       "one: the process was not killed, its figures end at the exec)\n");
 			break;

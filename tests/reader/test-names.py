@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: MIT
+"""Names from a trace (argv, marks, paths) in every output: text escapes
+control characters and bytes that are not UTF-8, so a name can neither
+forge a line nor reach the terminal as an escape sequence.
+Usage: test-names.py MEMTRACE MAKE-NAMES-TRACE"""
+import os
+import subprocess
+import sys
+import tempfile
+
+MEMTRACE, MAKE = sys.argv[1], sys.argv[2]
+failed = 0
+
+
+def check(cond, what):
+    global failed
+    if not cond:
+        failed += 1
+        print(f"FAIL {what}")
+
+
+def run(*args):
+    return subprocess.run([MEMTRACE, *args], capture_output=True)
+
+
+def raw_controls(out):
+    """The control bytes (C0 but the newline ending a line, DEL, C1 as UTF-8) and invalid UTF-8."""
+    bad = [c for c in out if (c < 0x20 and c != 0x0a) or c == 0x7f]
+    bad += [i for i in range(len(out) - 1) if out[i] == 0xc2 and 0x80 <= out[i + 1] < 0xa0]
+    try:
+        out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad.append(str(e))
+    return bad
+
+
+CMD = rb"prog \x0amemtrace check: ok: 1 process \x1b]52;c;aGk=\x07 \xc2\x9b2J\x7f"
+FRAME = rb"lib\x0amemtrace check: ok: 1 process\x1b[8m.so+0x100"
+
+with tempfile.TemporaryDirectory() as d:
+    trace = os.path.join(d, "inject.bin")
+    subprocess.run([MAKE, "inject", trace], check=True)
+    outputs = {
+        "report": run("report", trace),
+        "check": run("check", trace),
+        "check-ok": run("check", "--max-leaked", "1K", trace),
+        "flamegraph": run("flamegraph", "--metric", "leaked", trace),
+        "dump": run("dump", trace),
+        "dump --summary": run("dump", "--summary", trace),
+    }
+    for name, r in outputs.items():
+        check(not raw_controls(r.stdout + r.stderr), f"{name}: raw control bytes {raw_controls(r.stdout)}")
+    lines = outputs["report"].stdout.splitlines()
+    check(b"process 4242 (ppid 1): " + CMD in lines, f"report: the command line: {lines}")
+    check(b"        " + FRAME in lines, f"report: the frame: {lines}")
+    check(b'    1 mark, the last "\\x0amemtrace check: ok: 1 process\\x1b]52;c;aGk=\\x07"' in lines,
+          f"report: the mark: {lines}")
+    check(b"process 4243 (ppid 4242): /bin/x\\x0amemtrace check: ok: 1 process\\x1b[8m" in lines,
+          f"report: the exec'd program: {lines}")
+    r = outputs["check"]
+    check(r.returncode == 1, f"check exits {r.returncode}")
+    check(r.stdout.splitlines() == [
+        b"memtrace check: process 4242 (" + CMD + b"): host leaked 100 B in 1 block, more than 0 B",
+        b"  100 B in 1 block: " + FRAME,
+        b"memtrace check: FAILED (1 limit exceeded)"], f"check: {r.stdout}")
+    r = outputs["check-ok"]
+    check(r.returncode == 0, f"check --max-leaked 1K exits {r.returncode}")
+    check(r.stdout == b"memtrace check: ok: 3 processes\n", f"check --max-leaked 1K: {r.stdout}")
+    r = outputs["flamegraph"]
+    check(r.stdout == b"pid_4242_(prog);lib\\x0amemtrace_check:_ok:_1_process\\x1b[8m.so+0x100 100\n",
+          f"flamegraph: {r.stdout}")
+    r = outputs["dump --summary"]
+    check(b" command " + CMD + b"\n" in r.stdout, f"dump --summary: {r.stdout}")
+
+sys.exit(1 if failed else 0)
