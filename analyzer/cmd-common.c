@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the analysis commands share (commands.h): opening a trace with
- * progress and the one-line error, names escaped for a terminal and for
- * JSON, frames as text, stacks ranked by a metric.
+ * progress and the one-line error, frames as text, stacks ranked
+ * by a metric.
  *
  * May not: compute figures (analysis.c does).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <jansson.h>
 
 #include "analysis.h"
 #include "commands.h"
@@ -84,134 +84,6 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 	return MT_EXIT_OK;
 }
 
-/*
- * The length of the valid UTF-8 sequence at s (at most n bytes), 0 if
- * the byte at s starts none: no overlong form, no surrogate, nothing
- * above U+10FFFF.
- */
-static size_t utf8_length(const uint8_t *s, size_t n)
-{
-	uint8_t c = s[0];
-	size_t len;
-	uint32_t min, cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, min = 0x80, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, min = 0x800, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, min = 0x10000, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/*
- * The next piece of s as it is written out: the escape of one byte (\xNN,
- * or \\ and \" before a backslash and a quote) or a run of bytes kept.
- * Returns how many bytes of s it covers; *out and *outn say what to write.
- */
-static size_t escape_next(const uint8_t *s, size_t n, unsigned flags, char tmp[5], const char **out,
-                          size_t *outn)
-{
-	size_t len = utf8_length(s, n);
-	bool control = len == 1 ? s[0] < 0x20 || s[0] == 0x7f
-	                        : len == 2 && s[0] == 0xc2 && s[1] < 0xa0; /* C1: U+0080..U+009F */
-
-	if (len == 1 && (s[0] == '\\' || (s[0] == '"' && (flags & MT_ESCAPE_QUOTE)))) {
-		tmp[0] = '\\';
-		tmp[1] = (char)s[0];
-		*out = tmp;
-		*outn = 2;
-		return 1;
-	}
-	if (!len || (control && (flags & MT_ESCAPE_CONTROL))) {
-		snprintf(tmp, 5, "\\x%02x", s[0]);
-		*out = tmp;
-		*outn = 4;
-		return 1;
-	}
-	*out = (const char *)s;
-	*outn = len;
-	return len;
-}
-
-size_t mt_escape(char *buf, size_t size, const void *s, size_t n, unsigned flags)
-{
-	const uint8_t *p = s;
-	size_t at = 0;
-	char tmp[5];
-
-	for (size_t i = 0; i < n;) {
-		const char *out;
-		size_t outn, used = escape_next(p + i, n - i, flags, tmp, &out, &outn);
-		if (buf) {
-			/* cut before a piece that does not fit whole */
-			if (at + outn >= size)
-				break;
-			memcpy(buf + at, out, outn);
-		}
-		at += outn;
-		i += used;
-	}
-	if (buf && size)
-		buf[at] = 0;
-	return at;
-}
-
-char *mt_escape_dup(const void *s, size_t n, unsigned flags)
-{
-	size_t len = mt_escape(NULL, 0, s, n, flags);
-	char *buf = malloc(len + 1);
-
-	if (buf)
-		mt_escape(buf, len + 1, s, n, flags);
-	return buf;
-}
-
-void mt_put_escaped(FILE *f, const void *s, size_t n, unsigned flags)
-{
-	const uint8_t *p = s;
-	char tmp[5];
-
-	for (size_t i = 0; i < n;) {
-		const char *out;
-		size_t outn;
-		i += escape_next(p + i, n - i, flags, tmp, &out, &outn);
-		fwrite(out, 1, outn, f);
-	}
-}
-
-void mt_put_text(FILE *f, const char *s)
-{
-	mt_put_escaped(f, s, strlen(s), MT_ESCAPE_CONTROL);
-}
-
-json_t *mt_json_text(const char *s)
-{
-	char *e;
-	json_t *j;
-
-	if (!s)
-		return json_null();
-	e = mt_escape_dup(s, strlen(s), 0);
-	/* jansson takes only valid UTF-8, which the escaped text is */
-	j = e ? json_string(e) : NULL;
-	free(e);
-	return j;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -219,46 +91,18 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* Appends text to buf (n bytes) at *at, cut at the end of the buffer. */
-static void put_raw(char *buf, size_t n, size_t *at, const char *text)
-{
-	int r = snprintf(buf + *at, n - *at, "%s", text);
-
-	*at = r < 0 ? *at : *at + (size_t)r < n ? *at + (size_t)r : n - 1;
-}
-
-/* Appends a name from the trace, escaped: it may hold anything. */
-static void put_name(char *buf, size_t n, size_t *at, const char *name)
-{
-	*at += mt_escape(buf + *at, n - *at, name, strlen(name), MT_ESCAPE_CONTROL);
-}
-
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s)
 {
-	char num[48];
-	size_t at = 0;
-
-	if (!n)
-		return;
-	buf[0] = 0;
-	if (s->function) {
-		put_name(buf, n, &at, s->function);
-		if (s->file || s->module) {
-			put_raw(buf, n, &at, " (");
-			put_name(buf, n, &at, base_name(s->file ? s->file : s->module));
-			if (s->file) {
-				snprintf(num, sizeof(num), ":%" PRIu32, s->line);
-				put_raw(buf, n, &at, num);
-			}
-			put_raw(buf, n, &at, ")");
-		}
-	} else if (s->module) {
-		put_name(buf, n, &at, base_name(s->module));
-		snprintf(num, sizeof(num), "+0x%" PRIx64, s->offset);
-		put_raw(buf, n, &at, num);
-	} else {
+	if (s->function && s->file)
+		snprintf(buf, n, "%s (%s:%" PRIu32 ")", s->function, base_name(s->file), s->line);
+	else if (s->function && s->module)
+		snprintf(buf, n, "%s (%s)", s->function, base_name(s->module));
+	else if (s->function)
+		snprintf(buf, n, "%s", s->function);
+	else if (s->module)
+		snprintf(buf, n, "%s+0x%" PRIx64, base_name(s->module), s->offset);
+	else
 		snprintf(buf, n, "0x%" PRIx64, s->address);
-	}
 }
 
 const char *mt_cmd_command(const struct mt_instance *in)
@@ -315,4 +159,85 @@ int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top)
 	}
 	*top = (unsigned)v;
 	return 0;
+}
+
+/*
+ * An output file is written under a new name in its directory and renamed
+ * over the name when complete: the name may be a symlink someone planted
+ * (a shared /tmp), which fopen("w") follows into any file the user can
+ * write; rename replaces the link itself. A reader of the name sees the
+ * old file or the whole new one, never half a page, and a failure leaves
+ * the old file as it was. There is no fsync: the page can be made again
+ * from the trace, and it would cost seconds on a slow disk.
+ */
+int mt_cmd_output_open(struct mt_output *o, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+	int fd = -1;
+
+	memset(o, 0, sizeof(*o));
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	/* ".NAME.XXXXXX" beside NAME: hidden, and on the file system rename needs */
+	o->tmp = malloc(strlen(path) + sizeof(".") + 7);
+	if (!o->tmp)
+		return -ENOMEM;
+	for (int tries = 0; fd < 0 && tries < 100; tries++) {
+		uint32_t rnd;
+
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd = (uint32_t)getpid() * 2654435761u + (uint32_t)tries;
+		sprintf(o->tmp, "%.*s.%s.%06" PRIx32, (int)dir, path, path + dir, rnd & 0xffffff);
+		/* 0666 less the umask, as fopen would make it; O_EXCL refuses a planted name */
+		fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+		          0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+		int r = -errno;
+
+		if (fd >= 0) {
+			unlink(o->tmp);
+			close(fd);
+		}
+		free(o->tmp);
+		o->tmp = NULL;
+		return r;
+	}
+	o->path = path;
+	return 0;
+}
+
+int mt_cmd_output_commit(struct mt_output *o)
+{
+	int r = 0;
+
+	if (o->f == stdout)
+		return fflush(stdout) == 0 ? 0 : -errno;
+	if (ferror(o->f))
+		r = -EIO;
+	if (fclose(o->f) != 0 && !r)
+		r = -errno;
+	o->f = NULL;
+	if (!r && rename(o->tmp, o->path) != 0)
+		r = -errno;
+	if (r)
+		unlink(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
+	return r;
+}
+
+void mt_cmd_output_abort(struct mt_output *o)
+{
+	if (!o->f || o->f == stdout)
+		return;
+	fclose(o->f);
+	unlink(o->tmp);
+	free(o->tmp);
+	memset(o, 0, sizeof(*o));
 }

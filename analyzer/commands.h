@@ -7,7 +7,6 @@
 #ifndef MEMTRACE_ANALYZER_COMMANDS_H
 #define MEMTRACE_ANALYZER_COMMANDS_H
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,32 +34,7 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
                    struct mt_analysis **out);
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
-/*
- * Names from a trace (argv, marks, paths, symbols) hold any bytes. Escaped,
- * each byte that is not part of valid UTF-8 becomes the four characters
- * \xNN and a backslash becomes \\, so the bytes can be told back
- * (docs/json-report.md). MT_ESCAPE_CONTROL, for text: also each byte of a
- * control character (C0, DEL, C1 U+0080..U+009F) as \xNN, so nothing
- * reaches a terminal that moves the cursor, starts an escape sequence or
- * begins a line. MT_ESCAPE_QUOTE: also " as \".
- */
-#define MT_ESCAPE_CONTROL 1u
-#define MT_ESCAPE_QUOTE   2u
-/*
- * The n bytes at s escaped into buf (size bytes, NUL-terminated, cut before
- * an escape that does not fit); returns the length written, or with buf
- * NULL the whole length.
- */
-size_t mt_escape(char *buf, size_t size, const void *s, size_t n, unsigned flags);
-/* The same, allocated; NULL without memory. */
-char *mt_escape_dup(const void *s, size_t n, unsigned flags);
-/* The n bytes at s written to f escaped. */
-void mt_put_escaped(FILE *f, const void *s, size_t n, unsigned flags);
-/* A string written to f with MT_ESCAPE_CONTROL. */
-void mt_put_text(FILE *f, const char *s);
-/* s as a JSON string, escaped (flags 0); null for NULL; NULL without memory. */
-json_t *mt_json_text(const char *s);
-/* function (file.c:12), or module+0xoffset, or 0xaddress, names escaped for text */
+/* function (file.c:12), or module+0xoffset, or 0xaddress */
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s);
 /* The command line, or the executable when it is empty. */
 const char *mt_cmd_command(const struct mt_instance *in);
@@ -74,5 +48,21 @@ const char *mt_cmd_exit_how(uint32_t how);
 struct mt_stack_row *mt_cmd_ranked(const struct mt_kind_result *k, enum mt_metric m, size_t *n);
 /* --top's argument: a positive number; prints the error and returns -EINVAL otherwise. */
 int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top);
+
+/*
+ * A file a command writes (cmd-common.c): a new temporary file beside path,
+ * renamed over path by commit, so a symlink planted at path is replaced,
+ * never followed, and a failure leaves the old file as it was. "-" is
+ * standard output. Each returns 0 or negative errno; commit and abort
+ * remove the temporary on failure.
+ */
+struct mt_output {
+	FILE *f;
+	const char *path;
+	char *tmp;
+};
+int mt_cmd_output_open(struct mt_output *o, const char *path);
+int mt_cmd_output_commit(struct mt_output *o);
+void mt_cmd_output_abort(struct mt_output *o);
 
 #endif

@@ -107,9 +107,9 @@ int mt_cmd_view(int argc, char **argv)
 	struct mt_analysis *a = NULL;
 	json_t *data = NULL;
 	char *made = NULL;
-	FILE *f = NULL;
+	struct mt_output o = {0};
 	int status = parse_args(argc, argv, &file, &out, &top), r;
-	long size;
+	long size = 0;
 
 	if (status < 0)
 		return MT_EXIT_OK;
@@ -129,20 +129,20 @@ int mt_cmd_view(int argc, char **argv)
 		status = MT_EXIT_BAD_TRACE;
 		goto out;
 	}
-	f = strcmp(out, "-") ? fopen(out, "w") : stdout;
-	if (!f || (r = write_page(f, data)) < 0) {
-		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(f ? -r : errno));
+	r = mt_cmd_output_open(&o, out);
+	if (r == 0 && (r = write_page(o.f, data)) == 0) {
+		size = ftell(o.f);
+		r = mt_cmd_output_commit(&o);
+	}
+	if (r < 0) {
+		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(-r));
 		status = MT_EXIT_BAD_TRACE;
 		goto out;
 	}
-	size = ftell(f);
-	if (f != stdout)
+	if (strcmp(out, "-"))
 		fprintf(stderr, "memtrace view: wrote %s (%ld KiB)\n", out, (size + 1023) / 1024);
 out:
-	if (f && f != stdout && fclose(f) != 0 && status == MT_EXIT_OK) {
-		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(errno));
-		status = MT_EXIT_BAD_TRACE;
-	}
+	mt_cmd_output_abort(&o);
 	json_decref(data);
 	mt_analysis_free(a);
 	mt_timeline_free(&t);

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The files the commands open and write: a trace whose module path is a
-FIFO (report must not block in open). Usage: test-io.py MEMTRACE MAKE-IO-TRACE"""
+FIFO (report must not block in open), an output name that is a planted
+symlink (the victim stays untouched).
+Usage: test-io.py MEMTRACE MAKE-IO-TRACE"""
 import os
 import subprocess
 import sys
@@ -37,9 +39,46 @@ def fifo_module(d):
         check("libfifo.so+0x100" in r.stdout, f"the frame is not module+offset: {r.stdout!r}")
 
 
+def planted_symlink(d):
+    """view -o NAME and view's default NAME, each a symlink to a victim: the
+    link is replaced by a regular file holding the page, the victim is
+    untouched; a name view cannot replace leaves no temporary behind."""
+    trace = os.path.join(d, "view.bin")
+    subprocess.run([MAKE, "module", "/nonexistent/lib.so", trace], check=True)
+    if "built without the viewer" in memtrace("view", "-o", "-", trace).stderr:
+        print("skip planted_symlink: memtrace view is not built")
+        return
+    for out, args in [(os.path.join(d, "out.html"), ["-o", os.path.join(d, "out.html")]),
+                      (os.path.join(d, "view.html"), [])]:
+        victim = out + ".victim"
+        with open(victim, "w") as f:
+            f.write("victim\n")
+        os.symlink(victim, out)
+        r = memtrace("view", *args, trace)
+        check(r is not None and r.returncode == 0, f"view {args}: {r and r.returncode} {r and r.stderr!r}")
+        with open(victim) as f:
+            check(f.read() == "victim\n", f"view {args} wrote through the symlink into the victim")
+        check(not os.path.islink(out), f"view {args}: {out} is still a symlink")
+        check(os.path.isfile(out) and os.stat(out).st_mode & 0o777 == 0o644,
+              f"view {args}: {out} is not a regular file of mode 0644")
+        with open(out) as f:
+            page = f.read()
+        check(page.startswith("<!doctype html>") and "lib.so+0x100" in page, f"view {args}: not the page")
+    # a directory at the name: rename fails, and the temporary is gone
+    os.mkdir(os.path.join(d, "dir.html"))
+    before = sorted(os.listdir(d))
+    r = memtrace("view", "-o", os.path.join(d, "dir.html"), trace)
+    check(r is not None and r.returncode == 2 and r.stderr.count("\n") == 1
+          and r.stderr.startswith(f"memtrace view: {d}/dir.html: "), f"view -o DIR: {r and r.returncode} {r and r.stderr!r}")
+    check(sorted(os.listdir(d)) == before, f"view -o DIR left {set(os.listdir(d)) - set(before)}")
+    check(os.listdir(os.path.join(d, "dir.html")) == [], "view -o DIR wrote into the directory")
+
+
 os.umask(0o022)
 with tempfile.TemporaryDirectory() as d:
     fifo_module(d)
+with tempfile.TemporaryDirectory() as d:
+    planted_symlink(d)
 
 print("ok" if not failed else f"{failed} failed")
 sys.exit(1 if failed else 0)
