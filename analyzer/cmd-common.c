@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the analysis commands share (commands.h): opening a trace with
- * progress and the one-line error, frames as text, stacks ranked
- * by a metric.
+ * progress and the one-line error, names escaped for a terminal and for
+ * JSON, frames as text, stacks ranked by a metric.
  *
  * May not: compute figures (analysis.c does).
  */
@@ -15,6 +15,8 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "analysis.h"
 #include "commands.h"
@@ -84,6 +86,134 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 	return MT_EXIT_OK;
 }
 
+/*
+ * The length of the valid UTF-8 sequence at s (at most n bytes), 0 if
+ * the byte at s starts none: no overlong form, no surrogate, nothing
+ * above U+10FFFF.
+ */
+static size_t utf8_length(const uint8_t *s, size_t n)
+{
+	uint8_t c = s[0];
+	size_t len;
+	uint32_t min, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/*
+ * The next piece of s as it is written out: the escape of one byte (\xNN,
+ * or \\ and \" before a backslash and a quote) or a run of bytes kept.
+ * Returns how many bytes of s it covers; *out and *outn say what to write.
+ */
+static size_t escape_next(const uint8_t *s, size_t n, unsigned flags, char tmp[5], const char **out,
+                          size_t *outn)
+{
+	size_t len = utf8_length(s, n);
+	bool control = len == 1 ? s[0] < 0x20 || s[0] == 0x7f
+	                        : len == 2 && s[0] == 0xc2 && s[1] < 0xa0; /* C1: U+0080..U+009F */
+
+	if (len == 1 && (s[0] == '\\' || (s[0] == '"' && (flags & MT_ESCAPE_QUOTE)))) {
+		tmp[0] = '\\';
+		tmp[1] = (char)s[0];
+		*out = tmp;
+		*outn = 2;
+		return 1;
+	}
+	if (!len || (control && (flags & MT_ESCAPE_CONTROL))) {
+		snprintf(tmp, 5, "\\x%02x", s[0]);
+		*out = tmp;
+		*outn = 4;
+		return 1;
+	}
+	*out = (const char *)s;
+	*outn = len;
+	return len;
+}
+
+size_t mt_escape(char *buf, size_t size, const void *s, size_t n, unsigned flags)
+{
+	const uint8_t *p = s;
+	size_t at = 0;
+	char tmp[5];
+
+	for (size_t i = 0; i < n;) {
+		const char *out;
+		size_t outn, used = escape_next(p + i, n - i, flags, tmp, &out, &outn);
+		if (buf) {
+			/* cut before a piece that does not fit whole */
+			if (at + outn >= size)
+				break;
+			memcpy(buf + at, out, outn);
+		}
+		at += outn;
+		i += used;
+	}
+	if (buf && size)
+		buf[at] = 0;
+	return at;
+}
+
+char *mt_escape_dup(const void *s, size_t n, unsigned flags)
+{
+	size_t len = mt_escape(NULL, 0, s, n, flags);
+	char *buf = malloc(len + 1);
+
+	if (buf)
+		mt_escape(buf, len + 1, s, n, flags);
+	return buf;
+}
+
+void mt_put_escaped(FILE *f, const void *s, size_t n, unsigned flags)
+{
+	const uint8_t *p = s;
+	char tmp[5];
+
+	for (size_t i = 0; i < n;) {
+		const char *out;
+		size_t outn;
+		i += escape_next(p + i, n - i, flags, tmp, &out, &outn);
+		fwrite(out, 1, outn, f);
+	}
+}
+
+void mt_put_text(FILE *f, const char *s)
+{
+	mt_put_escaped(f, s, strlen(s), MT_ESCAPE_CONTROL);
+}
+
+json_t *mt_json_text(const char *s)
+{
+	char *e;
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	e = mt_escape_dup(s, strlen(s), 0);
+	/* jansson takes only valid UTF-8, which the escaped text is */
+	j = e ? json_string(e) : NULL;
+	free(e);
+	return j;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -91,18 +221,46 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Appends text to buf (n bytes) at *at, cut at the end of the buffer. */
+static void put_raw(char *buf, size_t n, size_t *at, const char *text)
+{
+	int r = snprintf(buf + *at, n - *at, "%s", text);
+
+	*at = r < 0 ? *at : *at + (size_t)r < n ? *at + (size_t)r : n - 1;
+}
+
+/* Appends a name from the trace, escaped: it may hold anything. */
+static void put_name(char *buf, size_t n, size_t *at, const char *name)
+{
+	*at += mt_escape(buf + *at, n - *at, name, strlen(name), MT_ESCAPE_CONTROL);
+}
+
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s)
 {
-	if (s->function && s->file)
-		snprintf(buf, n, "%s (%s:%" PRIu32 ")", s->function, base_name(s->file), s->line);
-	else if (s->function && s->module)
-		snprintf(buf, n, "%s (%s)", s->function, base_name(s->module));
-	else if (s->function)
-		snprintf(buf, n, "%s", s->function);
-	else if (s->module)
-		snprintf(buf, n, "%s+0x%" PRIx64, base_name(s->module), s->offset);
-	else
+	char num[48];
+	size_t at = 0;
+
+	if (!n)
+		return;
+	buf[0] = 0;
+	if (s->function) {
+		put_name(buf, n, &at, s->function);
+		if (s->file || s->module) {
+			put_raw(buf, n, &at, " (");
+			put_name(buf, n, &at, base_name(s->file ? s->file : s->module));
+			if (s->file) {
+				snprintf(num, sizeof(num), ":%" PRIu32, s->line);
+				put_raw(buf, n, &at, num);
+			}
+			put_raw(buf, n, &at, ")");
+		}
+	} else if (s->module) {
+		put_name(buf, n, &at, base_name(s->module));
+		snprintf(num, sizeof(num), "+0x%" PRIx64, s->offset);
+		put_raw(buf, n, &at, num);
+	} else {
 		snprintf(buf, n, "0x%" PRIx64, s->address);
+	}
 }
 
 const char *mt_cmd_command(const struct mt_instance *in)
