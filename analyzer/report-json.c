@@ -34,11 +34,6 @@ json_t *mt_json_u64(uint64_t v)
 	return v > INT64_MAX ? json_real((double)v) : json_integer((json_int_t)v);
 }
 
-static json_t *json_str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
 static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack)
 {
 	json_t *frames = json_array();
@@ -46,10 +41,10 @@ static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t 
 
 	for (int i = 0; i < n; i++) {
 		json_t *f = json_object();
-		json_object_set_new(f, "function", json_str_or_null(syms[i].function));
-		json_object_set_new(f, "file", json_str_or_null(syms[i].file));
+		json_object_set_new(f, "function", mt_json_text(syms[i].function));
+		json_object_set_new(f, "file", mt_json_text(syms[i].file));
 		json_object_set_new(f, "line", json_integer(syms[i].line));
-		json_object_set_new(f, "module", json_str_or_null(syms[i].module));
+		json_object_set_new(f, "module", mt_json_text(syms[i].module));
 		json_object_set_new(f, "address", mt_json_u64(syms[i].address));
 		json_object_set_new(f, "offset", mt_json_u64(syms[i].offset));
 		json_object_set_new(f, "inlined", json_boolean(syms[i].inlined));
@@ -224,7 +219,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "growth_total", mt_json_u64(d->ngrowth));
 	for (uint32_t i = 0; i < in->nmarks; i++) {
 		json_t *mk = json_object();
-		json_object_set_new(mk, "label", json_string(in->marks[i].label));
+		json_object_set_new(mk, "label", mt_json_text(in->marks[i].label));
 		json_object_set_new(mk, "time_ns",
 		                    mt_json_u64(mt_analysis_since_start(a, in, in->marks[i].time)));
 		json_object_set_new(mk, "live", live_json(in, in->marks[i].live));
@@ -336,7 +331,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 	json_t *root = json_object(), *procs = json_array();
 
 	json_object_set_new(root, "memtrace_report", json_integer(1));
-	json_object_set_new(root, "file", json_string(file));
+	json_object_set_new(root, "file", mt_json_text(file));
 	json_object_set_new(root, "events", mt_json_u64(a->events));
 	for (uint32_t i = 0; syms && i < a->nprocs; i++) {
 		const struct mt_process_result *p = &a->procs[i];
@@ -351,8 +346,8 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		                                : in->origin == MT_ORIGIN_EXEC ? "exec"
 		                                                               : "root"));
 		json_object_set_new(o, "parent_instance", json_integer(in->parent_instance));
-		json_object_set_new(o, "command", json_string(in->cmdline ? in->cmdline : ""));
-		json_object_set_new(o, "exe", json_string(in->exe ? in->exe : ""));
+		json_object_set_new(o, "command", mt_json_text(in->cmdline ? in->cmdline : ""));
+		json_object_set_new(o, "exe", mt_json_text(in->exe ? in->exe : ""));
 		json_object_set_new(o, "end", json_string(mt_end_name(in->end)));
 		if (in->end == MT_END_EXIT) {
 			json_object_set_new(o, "exit_status", json_integer(in->exit_status));
@@ -362,12 +357,10 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 			json_object_set_new(o, "exit_status", json_null());
 		}
 		json_object_set_new(o, "exec_path",
-		                    mt_end_replaced(in->end) && in->exec_path
-		                            ? json_string(in->exec_path)
-		                            : json_null());
-		json_object_set_new(o, "stop_errno", in->end == MT_END_STOPPED
-		                                             ? json_integer(in->stopped_errno)
-		                                             : json_null());
+		                    mt_json_text(mt_end_replaced(in->end) ? in->exec_path : NULL));
+		json_object_set_new(o, "stop_errno",
+		                    in->end == MT_END_STOPPED ? json_integer(in->stopped_errno)
+		                                              : json_null());
 		json_object_set_new(o, "threads", json_integer(in->threads));
 		json_object_set_new(o, "events", mt_json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", mt_json_u64(in->lost_stack_events));

@@ -50,6 +50,7 @@ static int64_t frame_of(struct builder *b, const char *label)
 			return -ENOMEM;
 		if (created) {
 			*idx = (uint32_t)json_array_size(b->frames);
+			/* mt_cmd_frame_text escaped the names in it: valid UTF-8 */
 			if (json_array_append_new(b->frames, json_string(label)) < 0)
 				return -ENOMEM;
 			return *idx;

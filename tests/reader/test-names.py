@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Names from a trace (argv, marks, paths) in every output: text escapes
 control characters and bytes that are not UTF-8, so a name can neither
-forge a line nor reach the terminal as an escape sequence.
+forge a line nor reach the terminal as an escape sequence; JSON escapes
+the bytes that are not UTF-8 reversibly and never drops a key
+(docs/json-report.md).
 Usage: test-names.py MEMTRACE MAKE-NAMES-TRACE"""
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,5 +75,43 @@ with tempfile.TemporaryDirectory() as d:
           f"flamegraph: {r.stdout}")
     r = outputs["dump --summary"]
     check(b" command " + CMD + b"\n" in r.stdout, f"dump --summary: {r.stdout}")
+
+
+def unescape(s):
+    """docs/json-report.md: \\\\ is a backslash, \\xNN a byte."""
+    return re.sub(rb"\\(\\|x([0-9a-f]{2}))",
+                  lambda m: bytes([int(m[2], 16)]) if m[2] else b"\\", s.encode())
+
+
+with tempfile.TemporaryDirectory() as d:
+    trace = os.path.join(d, "latin1.bin")
+    subprocess.run([MAKE, "latin1", trace], check=True)
+    r = run("report", "--json", trace)
+    check(r.returncode == 0, f"report --json exits {r.returncode}: {r.stderr}")
+    procs = json.loads(r.stdout)["processes"]
+    got = [(p.get("command"), p.get("exe"), p.get("exec_path", "missing")) for p in procs]
+    check(got == [("caf\\xe9 na\\xefve\\\\x41", "/bin/caf\\xe9", None),
+                  ("caf\\xe9 na\\xefve\\\\x41", "/bin/caf\\xe9", "/bin/tr\\xe9s"),
+                  ("/bin/tr\\xe9s", "/bin/tr\\xe9s", None)], f"report --json: {got}")
+    command = procs[0].get("command", "")
+    check(unescape(command) == b"caf\xe9 na\xefve\\x41", f"unescaped: {command}")
+    marks = procs[0]["diagnosis"].get("marks", [])
+    check([m.get("label") for m in marks] == ["\\xe9t\\xe9"], f"report --json marks: {marks}")
+    frames = procs[0]["memories"]["host"]["peak_stacks"][0]["frames"]
+    check([(f["function"], f["file"], f["module"]) for f in frames] == [(None, None, "/lib/libcaf\\xe9.so")],
+          f"report --json frames: {frames}")
+    r = run("dump", "--summary", "--json", trace)
+    got = [(p.get("command"), p.get("exe"), p.get("exec_path", "missing"))
+           for p in json.loads(r.stdout)["processes"]]
+    check(got == [("caf\\xe9 na\\xefve\\\\x41", "/bin/caf\\xe9", None),
+                  ("caf\\xe9 na\\xefve\\\\x41", "/bin/caf\\xe9", "/bin/tr\\xe9s"),
+                  ("/bin/tr\\xe9s", "/bin/tr\\xe9s", None)], f"dump --json: {got}")
+    page = os.path.join(d, "page.html")
+    r = run("view", "-o", page, trace)
+    if b"built without the viewer" not in r.stderr:
+        check(r.returncode == 0, f"view exits {r.returncode}: {r.stderr}")
+        html = open(page, "rb").read() if os.path.exists(page) else b""
+        check(b'"command":"caf\\\\xe9 na\\\\xefve\\\\\\\\x41"' in html
+              and b"libcaf\\\\xe9.so+0x100" in html, "view: the escaped names in the page")
 
 sys.exit(1 if failed else 0)
