@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,7 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 
 	if (extra)
 		hooks = *extra;
+	mt_cmd_reading(file);
 	if (isatty(STDERR_FILENO)) {
 		hooks.progress = show_progress;
 		hooks.progress_ctx = &p;
@@ -398,4 +401,46 @@ void mt_cmd_output_abort(struct mt_output *o)
 	unlink(o->tmp);
 	free(o->tmp);
 	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * The trace is mapped, not read: when another program truncates it while
+ * a command reads it, a load past the new end raises SIGBUS, which would
+ * kill memtrace without a word (status 135). The command is left by a
+ * jump from the handler instead: nothing it was doing can go on without
+ * the data, and the process exits right after saying why.
+ */
+static const char *reading;
+static sigjmp_buf shrank;
+
+void mt_cmd_reading(const char *file)
+{
+	reading = file;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	/* a mapped file's missing page; anything else is a bug and dies as one */
+	if (si->si_code != BUS_ADRERR || !reading) {
+		signal(sig, SIG_DFL);
+		return;
+	}
+	siglongjmp(shrank, 1);
+}
+
+int mt_cmd_guarded(int (*cmd)(int argc, char **argv), int argc, char **argv)
+{
+	struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
+
+	if (sigsetjmp(shrank, 1)) {
+		fprintf(stderr,
+		        "memtrace: %s: the file shrank while it was read (another program "
+		        "truncated it)\n",
+		        reading);
+		return MT_EXIT_BAD_TRACE;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	return cmd(argc, argv);
 }

@@ -90,5 +90,13 @@ struct mt_output {
 int mt_cmd_output_open(struct mt_output *o, const char *path);
 int mt_cmd_output_commit(struct mt_output *o);
 void mt_cmd_output_abort(struct mt_output *o);
+/*
+ * Runs cmd with SIGBUS caught: a trace truncated while it is read (it is
+ * mapped) ends the command with one line naming the file given to
+ * mt_cmd_reading, and exit status 2, instead of killing memtrace.
+ */
+int mt_cmd_guarded(int (*cmd)(int argc, char **argv), int argc, char **argv);
+/* The trace the command reads from now on (mt_cmd_analyze says it itself). */
+void mt_cmd_reading(const char *file);
 
 #endif

@@ -474,6 +474,7 @@ int mt_cmd_dump(int argc, char **argv)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
+	mt_cmd_reading(file);
 	r = mt_reader_open(&t, file, &err);
 	if (r < 0) {
 		mt_cmd_trace_error(file, &err, r);

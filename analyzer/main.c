@@ -40,18 +40,18 @@ int main(int argc, char **argv)
 		return MT_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "dump"))
-		return mt_cmd_dump(argc - 2, argv + 2);
+		return mt_cmd_guarded(mt_cmd_dump, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "run"))
 		return mt_cmd_run(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "report"))
-		return mt_cmd_report(argc - 2, argv + 2);
+		return mt_cmd_guarded(mt_cmd_report, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "flamegraph"))
-		return mt_cmd_flamegraph(argc - 2, argv + 2);
+		return mt_cmd_guarded(mt_cmd_flamegraph, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "check"))
-		return mt_cmd_check(argc - 2, argv + 2);
+		return mt_cmd_guarded(mt_cmd_check, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "view")) {
 #ifdef MT_HAVE_VIEWER
-		return mt_cmd_view(argc - 2, argv + 2);
+		return mt_cmd_guarded(mt_cmd_view, argc - 2, argv + 2);
 #else
 		fputs("memtrace view: this memtrace was built without the viewer (it needs node "
 		      "and "

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The files the commands open and write: a trace whose module path is a
 FIFO (report must not block in open), an output name that is a planted
-symlink (the victim stays untouched).
-Usage: test-io.py MEMTRACE MAKE-IO-TRACE"""
+symlink (the victim stays untouched), a trace truncated while it is read
+(one line and exit 2, never SIGBUS).
+Usage: test-io.py MEMTRACE MAKE-IO-TRACE TRUNCATE-SHIM"""
 import os
 import subprocess
 import sys
 import tempfile
 
-MEMTRACE, MAKE = sys.argv[1], sys.argv[2]
+MEMTRACE, MAKE, SHIM = sys.argv[1], sys.argv[2], sys.argv[3]
 failed = 0
 
 
@@ -19,9 +20,10 @@ def check(cond, what):
         print(f"FAIL {what}")
 
 
-def memtrace(*args, timeout=20):
+def memtrace(*args, timeout=20, env=None):
     try:
-        return subprocess.run([MEMTRACE, *args], capture_output=True, text=True, timeout=timeout)
+        return subprocess.run([MEMTRACE, *args], capture_output=True, text=True, timeout=timeout,
+                              env=env)
     except subprocess.TimeoutExpired:
         return None
 
@@ -74,11 +76,35 @@ def planted_symlink(d):
     check(os.listdir(os.path.join(d, "dir.html")) == [], "view -o DIR wrote into the directory")
 
 
+def shrinks_while_read(d):
+    """The shim cuts the trace to its first 4 KiB right after the reader maps
+    it (deterministic: no race with a truncating process): every command that
+    reads it says so in one line and exits 2, where SIGBUS killed it (135)."""
+    trace = os.path.join(d, "big.bin")
+    subprocess.run([MAKE, "big", "200000", trace], check=True)
+    check(os.path.getsize(trace) > 1 << 20, f"the big trace has {os.path.getsize(trace)} bytes")
+    r = memtrace("report", trace)
+    check(r is not None and r.returncode == 0 and "200000" in r.stdout.replace(",", ""),
+          f"report on the whole big trace: {r and r.returncode} {r and r.stdout!r}")
+    env = dict(os.environ, LD_PRELOAD=SHIM, MEMTRACE_TEST_TRUNCATE="4096")
+    for args in [["report"], ["report", "--json"], ["flamegraph"], ["check"], ["dump", "--summary"],
+                 ["dump"], ["view", "-o", os.path.join(d, "big.html")]]:
+        subprocess.run([MAKE, "big", "200000", trace], check=True)
+        r = memtrace(*args, trace, env=env)
+        check(os.path.getsize(trace) == 4096, f"{args}: the shim did not cut the trace")
+        check(r is not None and r.returncode == 2, f"{args} exits {r and r.returncode}")
+        check(r is not None and r.stderr == f"memtrace: {trace}: the file shrank while it was read "
+              "(another program truncated it)\n", f"{args} says {r and r.stderr!r}")
+    check(not os.path.exists(os.path.join(d, "big.html")), "view wrote a page of a cut read")
+
+
 os.umask(0o022)
 with tempfile.TemporaryDirectory() as d:
     fifo_module(d)
 with tempfile.TemporaryDirectory() as d:
     planted_symlink(d)
+with tempfile.TemporaryDirectory() as d:
+    shrinks_while_read(d)
 
 print("ok" if not failed else f"{failed} failed")
 sys.exit(1 if failed else 0)
