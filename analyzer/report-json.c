@@ -120,7 +120,9 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 	for (uint32_t i = 0; i < k->nfails; i++) {
 		const struct mt_fail_snapshot *f = &k->fails[i];
 		const char *fn = mt_fn_name(f->event.fn);
-		json_t *fo = json_object(), *held = json_array(), *st = json_object();
+		/* a STACK like the others: bytes asked for, no block, the stack's counts */
+		struct mt_stack_row row = find_row(k, p->in->id, f->event.stack);
+		json_t *fo = json_object(), *held = json_array();
 		json_object_set_new(fo, "function", json_string(fn ? fn : "unknown"));
 		json_object_set_new(fo, "size", mt_json_u64(f->event.size));
 		/* a CUDA failure's code is a cudaError_t or CUresult, not an errno */
@@ -142,16 +144,15 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 			json_object_set_new(fo, "device_free", mt_json_u64(f->event.device_free));
 			json_object_set_new(fo, "device_total", mt_json_u64(f->event.device_total));
 		}
-		json_object_set_new(st, "bytes", mt_json_u64(f->event.size));
-		json_object_set_new(st, "blocks", json_integer(0));
-		json_object_set_new(st, "stack", json_integer(f->event.stack));
-		json_object_set_new(st, "stack_instance", json_integer(p->in->id));
-		json_object_set_new(st, "frames", frames_json(a, syms, p->in->id, f->event.stack));
-		json_object_set_new(fo, "stack", st);
-		for (uint32_t t = 0; t < f->ntop; t++)
-			json_array_append_new(held, stack_json(a, syms, &f->top[t],
-			                                       f->top[t].leaked_bytes,
-			                                       f->top[t].leaked_blocks));
+		json_object_set_new(fo, "stack", stack_json(a, syms, &row, f->event.size, 0));
+		for (uint32_t t = 0; t < f->ntop; t++) {
+			/* the snapshot holds what was live then; the counts are the stack's */
+			struct mt_stack_row held_row =
+			        find_row(k, f->top[t].stack_instance, f->top[t].stack);
+			json_array_append_new(held,
+			                      stack_json(a, syms, &held_row, f->top[t].leaked_bytes,
+			                                 f->top[t].leaked_blocks));
+		}
 		json_object_set_new(fo, "top_stacks", held);
 		json_array_append_new(fails, fo);
 	}
@@ -354,7 +355,10 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 			json_object_set_new(o, "exit_how",
 			                    json_string(mt_cmd_exit_how(in->exit_how)));
 		} else {
+			/* every key is in every process (docs/json-report.md), null where it does
+			 * not apply */
 			json_object_set_new(o, "exit_status", json_null());
+			json_object_set_new(o, "exit_how", json_null());
 		}
 		json_object_set_new(o, "exec_path",
 		                    mt_json_text(mt_end_replaced(in->end) ? in->exec_path : NULL));

@@ -6,8 +6,8 @@
  * and terminal escape sequences (C0 and C1);
  * `make-names-trace latin1 FILE`: the same names with Latin-1 bytes, which
  * are not UTF-8, and a child that execs a traced program.
- * Both: a root process that leaks 100 bytes from a stack in the module and
- * exits 0, and a forked child.
+ * Both: a root process that leaks 100 bytes from a stack in the module, fails
+ * a malloc there and exits 0, and a forked child.
  *
  * May not: be installed; it is a test fixture.
  */
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	tb_stack(&b, 1, 1, frames);
 	tb_alloc(&b, 2000100, MT_FN_MALLOC, 0x10000, 100, 1);
 	tb_mark(&b, 2000200, n->mark);
+	tb_fail(&b, 2000250, MT_FN_MALLOC, 1u << 30, 1, 12);
 	tb_exit(&b, 2000700, MT_EXIT_EXIT, 0);
 	/* a child that execs: a traced program (instance 3) */
 	tb_chunk(&b, 2, 4243, 4243, 2000300);

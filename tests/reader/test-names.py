@@ -3,7 +3,9 @@
 control characters and bytes that are not UTF-8, so a name can neither
 forge a line nor reach the terminal as an escape sequence; JSON escapes
 the bytes that are not UTF-8 reversibly and never drops a key
-(docs/json-report.md).
+(docs/json-report.md). And every key that document lists for a PROCESS,
+KIND, STACK and FRAME is in each of them, whatever the process's end
+(exit, exec), null where it does not apply.
 Usage: test-names.py MEMTRACE MAKE-NAMES-TRACE"""
 import json
 import os
@@ -77,6 +79,18 @@ with tempfile.TemporaryDirectory() as d:
     check(b" command " + CMD + b"\n" in r.stdout, f"dump --summary: {r.stdout}")
 
 
+# docs/json-report.md
+PROCESS = {"pid", "ppid", "instance", "parent_instance", "origin", "command", "exe", "end", "stop_errno",
+           "exit_status", "exit_how", "exec_path", "threads", "events", "lost_stack_events", "memories",
+           "diagnosis"}
+KIND = {"allocations", "frees", "bytes_allocated", "temporary_allocations", "peak_bytes", "peak_blocks",
+        "peak_time_ns", "leaked_bytes", "leaked_blocks", "live_at_end_bytes", "live_at_end_blocks",
+        "inherited_bytes", "inherited_blocks", "unknown_frees", "failed_allocations", "peak_stacks",
+        "peak_stacks_total", "leak_stacks", "leak_stacks_total", "failures", "histogram"}
+STACK = {"bytes", "blocks", "allocations", "temporary", "stack", "stack_instance", "frames"}
+FRAME = {"function", "file", "line", "module", "address", "offset", "inlined"}
+
+
 def unescape(s):
     """docs/json-report.md: \\\\ is a backslash, \\xNN a byte."""
     return re.sub(rb"\\(\\|x([0-9a-f]{2}))",
@@ -95,11 +109,31 @@ with tempfile.TemporaryDirectory() as d:
                   ("/bin/tr\\xe9s", "/bin/tr\\xe9s", None)], f"report --json: {got}")
     command = procs[0].get("command", "")
     check(unescape(command) == b"caf\xe9 na\xefve\\x41", f"unescaped: {command}")
+    check([(p["end"], p["exit_status"], p["exit_how"]) for p in procs if "exit_how" in p]
+          == [("exit", 0, "exit()"), ("exec", None, None), ("exit", 0, "main returned")],
+          f"report --json exit_how: {[(p['end'], p.get('exit_how', 'missing')) for p in procs]}")
+    for p in procs:
+        check(set(p) == PROCESS, f"instance {p['instance']} ({p['end']}): keys {set(p) ^ PROCESS}")
+        for kind, k in p["memories"].items():
+            check(set(k) == KIND, f"instance {p['instance']} {kind}: keys {set(k) ^ KIND}")
+            stacks = k["peak_stacks"] + k["leak_stacks"]
+            for f in k["failures"]:
+                stacks += [f["stack"]] + f["top_stacks"]
+            for st in stacks:
+                check(set(st) == STACK, f"instance {p['instance']} {kind}: stack keys {set(st) ^ STACK}")
+                for fr in st["frames"]:
+                    check(set(fr) == FRAME, f"frame keys {set(fr) ^ FRAME}")
     marks = procs[0]["diagnosis"].get("marks", [])
     check([m.get("label") for m in marks] == ["\\xe9t\\xe9"], f"report --json marks: {marks}")
     frames = procs[0]["memories"]["host"]["peak_stacks"][0]["frames"]
     check([(f["function"], f["file"], f["module"]) for f in frames] == [(None, None, "/lib/libcaf\\xe9.so")],
           f"report --json frames: {frames}")
+    failures = procs[0]["memories"]["host"]["failures"]
+    check([f["stack"] for f in failures] == [
+        {"bytes": 1 << 30, "blocks": 0, "allocations": 1, "temporary": 0, "stack": 1, "stack_instance": 1,
+         "frames": frames}], f"report --json failure stack: {failures}")
+    check([[(st["bytes"], st["blocks"], st["allocations"]) for st in f["top_stacks"]] for f in failures]
+          == [[(100, 1, 1)]], f"report --json failure top_stacks: {failures}")
     r = run("dump", "--summary", "--json", trace)
     got = [(p.get("command"), p.get("exe"), p.get("exec_path", "missing"))
            for p in json.loads(r.stdout)["processes"]]
