@@ -19,17 +19,38 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "map.h"
 
 #define MAX_FRAMES 512
 
+/*
+ * A stack is kept as the ids of its frames' texts, outermost first, not as
+ * its line: a torch program's stacks are a hundred frames deep and share
+ * most of them, so the lines would hold the output several times over, and
+ * every frame would be named and escaped again at each stack it is in.
+ * Equal texts have one id, so equal lines are equal id lists.
+ */
 struct folded {
-	char *stack;
+	size_t first; /* into out.ids */
+	uint32_t n;
 	uint64_t value;
 };
 
 struct out {
 	struct folded *v;
 	size_t n, cap;
+	uint32_t *ids;
+	size_t nids, ids_cap;
+	/* the texts: id -> offset of a NUL-terminated string in pool */
+	char *pool;
+	size_t pool_n, pool_cap;
+	size_t *text;
+	uint32_t ntext, text_cap;
+	struct mt_map by_hash;     /* hash of a text (+ probe) -> id + 1 */
+	struct mt_map by_function; /* the symbolizer's interned name -> id + 1 */
+	struct mt_map by_module;   /* the symbolizer's interned module name -> offsets index + 1 */
+	struct mt_map *offsets;    /* offset -> id + 1, one map per module */
+	uint32_t noffsets, offsets_cap;
 };
 
 struct buf {
@@ -112,26 +133,163 @@ static int put_frame(struct buf *b, const struct mt_sym *s)
 	return buf_put(b, tmp, strlen(tmp));
 }
 
-static int add(struct out *o, const char *stack, uint64_t value)
+static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 64;
-		void *p = realloc(o->v, cap * sizeof(*o->v));
-		if (!p)
-			return -1;
-		o->v = p;
-		o->cap = cap;
-	}
-	o->v[o->n].stack = strdup(stack);
-	if (!o->v[o->n].stack)
+	size_t n;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	n = *cap ? *cap * 2 : 256;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
 		return -1;
-	o->v[o->n++].value = value;
+	*p = q;
+	*cap = n;
 	return 0;
 }
 
-static int cmp_folded(const void *a, const void *b)
+static const char *text_of(const struct out *o, uint32_t id)
 {
-	return strcmp(((const struct folded *)a)->stack, ((const struct folded *)b)->stack);
+	return o->pool + o->text[id];
+}
+
+/* The id of a frame's text, made on its first use; -1 without memory. */
+static int64_t intern(struct out *o, const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t cap = o->text_cap;
+	bool created;
+	uint32_t *slot;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	/* a colliding hash moves on to the next key */
+	for (;; h++) {
+		slot = mt_map_put(&o->by_hash, h, &created);
+		if (!slot)
+			return -1;
+		if (created)
+			break;
+		if (!strcmp(text_of(o, *slot - 1), s))
+			return *slot - 1;
+	}
+	if (grow((void **)&o->pool, &o->pool_cap, o->pool_n + len + 1, 1) < 0 ||
+	    grow((void **)&o->text, &cap, (size_t)o->ntext + 1, sizeof(*o->text)) < 0) {
+		mt_map_del(&o->by_hash, h);
+		return -1;
+	}
+	o->text_cap = (uint32_t)cap;
+	memcpy(o->pool + o->pool_n, s, len + 1);
+	o->text[o->ntext] = o->pool_n;
+	o->pool_n += len + 1;
+	*slot = ++o->ntext;
+	return o->ntext - 1;
+}
+
+static int push_id(struct out *o, int64_t id)
+{
+	if (id < 0 || grow((void **)&o->ids, &o->ids_cap, o->nids + 1, sizeof(*o->ids)) < 0)
+		return -1;
+	o->ids[o->nids++] = (uint32_t)id;
+	return 0;
+}
+
+/*
+ * A frame's text id, the text made once: a named frame's found by its
+ * (interned) name, another by its module's name (interned too, NULL for
+ * none) and its offset (the address with no module).
+ */
+static int64_t frame_id(struct out *o, struct buf *b, const struct mt_sym *s)
+{
+	struct mt_map *map = &o->by_function;
+	uint64_t key = (uint64_t)(uintptr_t)s->function;
+	uint32_t *slot, *module;
+	bool created;
+	int64_t id;
+
+	if (!s->function) {
+		module = mt_map_put(&o->by_module, (uint64_t)(uintptr_t)s->module, &created);
+		if (!module)
+			return -1;
+		if (created) {
+			size_t cap = o->offsets_cap;
+			if (grow((void **)&o->offsets, &cap, (size_t)o->noffsets + 1,
+			         sizeof(*o->offsets)) < 0) {
+				mt_map_del(&o->by_module, (uint64_t)(uintptr_t)s->module);
+				return -1;
+			}
+			o->offsets_cap = (uint32_t)cap;
+			mt_map_init(&o->offsets[o->noffsets], sizeof(uint32_t));
+			*module = ++o->noffsets;
+		}
+		map = &o->offsets[*module - 1];
+		key = s->module ? s->offset : s->address;
+	}
+	slot = mt_map_put(map, key, &created);
+	if (!slot)
+		return -1;
+	if (!created)
+		return *slot - 1;
+	b->n = 0;
+	if (put_frame(b, s) < 0) {
+		id = -1;
+	} else {
+		if (b->s)
+			b->s[b->n] = 0; /* a name that put nothing leaves the last text */
+		id = intern(o, b->s ? b->s : "", b->n);
+	}
+	if (id < 0)
+		mt_map_del(map, key);
+	else
+		*slot = (uint32_t)id + 1;
+	return id;
+}
+
+/* ids from add() onwards make one line of value */
+static int add(struct out *o, size_t first, uint64_t value)
+{
+	if (grow((void **)&o->v, &o->cap, o->n + 1, sizeof(*o->v)) < 0)
+		return -1;
+	o->v[o->n++] =
+	        (struct folded){.first = first, .n = (uint32_t)(o->nids - first), .value = value};
+	return 0;
+}
+
+static const struct out *sorting;
+
+/*
+ * The order of the lines as strcmp would sort them, from the ids: up to the
+ * first frame that differs the lines are equal, and the texts contain no
+ * ';', so that frame's text followed by what comes next (';', or the end of
+ * the line) decides.
+ */
+static int cmp_folded(const void *pa, const void *pb)
+{
+	const struct folded *a = pa, *b = pb;
+	const uint32_t *x = sorting->ids + a->first, *y = sorting->ids + b->first;
+	uint32_t i = 0;
+	const unsigned char *s, *t;
+
+	while (i < a->n && i < b->n && x[i] == y[i])
+		i++;
+	if (i == a->n || i == b->n)
+		return (i < a->n) - (i < b->n);
+	s = (const unsigned char *)text_of(sorting, x[i]);
+	t = (const unsigned char *)text_of(sorting, y[i]);
+	while (*s && *s == *t)
+		s++, t++;
+	return (*s ? *s : i + 1 < a->n ? ';' : 0) - (*t ? *t : i + 1 < b->n ? ';' : 0);
+}
+
+static bool same_line(const struct out *o, const struct folded *a, const struct folded *b)
+{
+	return a->n == b->n &&
+	       !memcmp(o->ids + a->first, o->ids + b->first, a->n * sizeof(*o->ids));
 }
 
 static int root_of(struct buf *b, const struct mt_instance *in)
@@ -158,33 +316,38 @@ static int fold_process(struct mt_analysis *a, const struct mt_process_result *p
 	const struct mt_kind_result *k = &p->kind[kind];
 	struct buf b = {0};
 	uint64_t sum = 0, total = mt_kind_result_total(k, m);
+	int64_t root_id = -1, no_stack = intern(o, "[no stack]", 10);
 	int r = -1;
 
+	if (no_stack < 0)
+		goto out;
+	if (root && (root_of(&b, p->in) < 0 || (root_id = intern(o, b.s, b.n)) < 0))
+		goto out;
 	for (size_t i = 0; i < k->nrows; i++) {
 		const struct mt_stack_row *row = &k->rows[i];
 		uint64_t v = mt_stack_row_value(row, m);
+		size_t first = o->nids;
 		int n;
 
 		if (!v)
 			continue;
 		sum += v;
-		b.n = 0;
-		if (root && (root_of(&b, p->in) < 0 || buf_put(&b, ";", 1) < 0))
+		if (root && push_id(o, root_id) < 0)
 			goto out;
 		n = mt_analysis_frames(a, row->stack_instance, row->stack, syms, MAX_FRAMES);
-		if (n <= 0 && buf_put(&b, "[no stack]", 10) < 0)
+		if (n <= 0 && push_id(o, no_stack) < 0)
 			goto out;
 		for (int f = n - 1; f >= 0; f--)
-			if (put_frame(&b, &syms[f]) < 0 || (f > 0 && buf_put(&b, ";", 1) < 0))
+			if (push_id(o, frame_id(o, &b, &syms[f])) < 0)
 				goto out;
-		if (add(o, b.s, v) < 0)
+		if (add(o, first, v) < 0)
 			goto out;
 	}
 	if (total > sum) {
-		b.n = 0;
-		if (root && (root_of(&b, p->in) < 0 || buf_put(&b, ";", 1) < 0))
-			goto out;
-		if (buf_put(&b, "[no stack]", 10) < 0 || add(o, b.s, total - sum) < 0)
+		size_t first = o->nids;
+
+		if ((root && push_id(o, root_id) < 0) || push_id(o, no_stack) < 0 ||
+		    add(o, first, total - sum) < 0)
 			goto out;
 	}
 	r = 0;
@@ -246,6 +409,9 @@ int mt_cmd_flamegraph(int argc, char **argv)
 	status = mt_cmd_analyze(file, NULL, &a);
 	if (status != MT_EXIT_OK)
 		return status;
+	mt_map_init(&o.by_hash, sizeof(uint32_t));
+	mt_map_init(&o.by_function, sizeof(uint32_t));
+	mt_map_init(&o.by_module, sizeof(uint32_t));
 	syms = calloc(MAX_FRAMES, sizeof(*syms));
 	for (uint32_t i = 0; syms && i < a->nprocs; i++) {
 		if (fold_process(a, &a->procs[i], (enum mt_kind)kind, (enum mt_metric)metric,
@@ -259,20 +425,32 @@ int mt_cmd_flamegraph(int argc, char **argv)
 		status = MT_EXIT_BAD_TRACE;
 	} else {
 		/* one line per distinct stack: frames that symbolize alike merge */
+		sorting = &o;
 		if (o.n > 1)
 			qsort(o.v, o.n, sizeof(*o.v), cmp_folded);
 		for (size_t i = 0; i < o.n;) {
 			size_t j = i;
 			uint64_t v = 0;
-			while (j < o.n && !strcmp(o.v[j].stack, o.v[i].stack))
+			while (j < o.n && same_line(&o, &o.v[j], &o.v[i]))
 				v += o.v[j++].value;
-			printf("%s %" PRIu64 "\n", o.v[i].stack, v);
+			for (uint32_t f = 0; f < o.v[i].n; f++) {
+				fputs(text_of(&o, o.ids[o.v[i].first + f]), stdout);
+				putchar(f + 1 < o.v[i].n ? ';' : ' ');
+			}
+			printf("%" PRIu64 "\n", v);
 			i = j;
 		}
 	}
-	for (size_t i = 0; i < o.n; i++)
-		free(o.v[i].stack);
 	free(o.v);
+	free(o.ids);
+	free(o.pool);
+	free(o.text);
+	mt_map_free(&o.by_hash);
+	mt_map_free(&o.by_function);
+	mt_map_free(&o.by_module);
+	for (uint32_t i = 0; i < o.noffsets; i++)
+		mt_map_free(&o.offsets[i]);
+	free(o.offsets);
 	free(syms);
 	mt_analysis_free(a);
 	return status;

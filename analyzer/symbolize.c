@@ -53,6 +53,16 @@ struct frame {
 	bool inlined;
 };
 
+/* A sized symbol dwfl_module_addrinfo could choose: [value, end), its table index. */
+struct sym_range {
+	uint64_t value;
+	uint64_t end;
+	uint64_t max_end; /* the largest end of this entry and all before it */
+	uint32_t index;
+	uint8_t rank; /* binding_rank() */
+	bool global;  /* in the part of the table searched first */
+};
+
 /* One ELF object, by (path, build-id). */
 struct object {
 	char *path;
@@ -62,9 +72,37 @@ struct object {
 	Dwfl_Module *mod;
 	struct mt_map cache; /* offset -> struct cached */
 	uint32_t next;       /* index + 1 of the next object with the same hash */
+	/* the symbol table by address, made on the first symbol lookup */
+	bool ranges_made;
+	int nsyms; /* dwfl_module_getsymtab's count, < 0: no table */
+	struct sym_range *ranges;
+	size_t nranges;
+	uint64_t *exact; /* sorted values of sizeless symbols searched first */
+	size_t nexact;
+};
+
+/* A module segment of an instance, [start, end): see find_module. */
+struct seg_range {
+	uint64_t start;
+	uint64_t end;
+	uint64_t max_end; /* the largest end of this entry and all before it */
+	uint32_t module;  /* index into the instance's modules */
+};
+
+/* An instance's segments by address, made again when its module list changed. */
+struct instance_segs {
+	const struct mt_module *modules;
+	uint32_t nmodules;
+	struct seg_range *segs;
+	size_t nsegs;
+	struct object **objects; /* by module index: the last found, if it still matches */
 };
 
 struct mt_symbolizer {
+	struct mt_map instances; /* instance pointer -> struct instance_segs */
+	const struct mt_instance *last_in;
+	struct instance_segs *last_segs;
+
 	struct object **objects;
 	size_t nobjects, objects_cap;
 	struct mt_map object_index; /* hash of (path, build-id) -> index + 1, chained by next */
@@ -148,6 +186,7 @@ int mt_symbolizer_new(struct mt_symbolizer **out)
 
 	if (!s)
 		return -ENOMEM;
+	mt_map_init(&s->instances, sizeof(struct instance_segs));
 	mt_map_init(&s->object_index, sizeof(uint32_t));
 	mt_map_init(&s->strings, sizeof(uint32_t));
 	*out = s;
@@ -156,6 +195,8 @@ int mt_symbolizer_new(struct mt_symbolizer **out)
 
 void mt_symbolizer_free(struct mt_symbolizer *s)
 {
+	void *is;
+
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nobjects; i++) {
@@ -164,11 +205,18 @@ void mt_symbolizer_free(struct mt_symbolizer *s)
 		if (o->dwfl)
 			dwfl_end(o->dwfl);
 		mt_map_free(&o->cache);
+		free(o->ranges);
+		free(o->exact);
 		free(o->path);
 		free(o);
 	}
 	free(s->objects);
 	mt_map_free(&s->object_index);
+	for (size_t i = 0; mt_map_next(&s->instances, &i, &(uint64_t){0}, &is);) {
+		free(((struct instance_segs *)is)->segs);
+		free(((struct instance_segs *)is)->objects);
+	}
+	mt_map_free(&s->instances);
 	free(s->frames);
 	for (size_t i = 0; i < s->nstrs; i++)
 		free(s->strs[i]);
@@ -331,29 +379,110 @@ static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struc
 	return 0;
 }
 
-/*
- * The module whose segments hold pc. Several can, when objects were unloaded
- * and others mapped at the same addresses later; the API carries no time,
- * so we take one still loaded at the end of the instance if there is one,
- * else the one recorded last. Both are usually the same object, dlopened
- * again.
- */
-static const struct mt_module *find_module(const struct mt_instance *in, uint64_t pc)
+static int cmp_seg(const void *a, const void *b)
 {
-	const struct mt_module *found = NULL;
+	const struct seg_range *x = a, *y = b;
 
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int make_segs(struct instance_segs *is, const struct mt_instance *in)
+{
+	size_t n = 0;
+
+	free(is->segs);
+	free(is->objects);
+	*is = (struct instance_segs){0};
+	for (uint32_t i = 0; i < in->nmodules; i++)
+		n += in->modules[i].nseg;
+	is->segs = malloc((n ? n : 1) * sizeof(*is->segs));
+	is->objects = calloc(in->nmodules ? in->nmodules : 1, sizeof(*is->objects));
+	if (!is->segs || !is->objects)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < in->nmodules; i++) {
 		const struct mt_module *m = &in->modules[i];
 
 		for (uint32_t k = 0; k < m->nseg; k++) {
-			if (pc - (m->base + m->seg[k].vaddr) < m->seg[k].memsz) {
-				if (!found || !m->gone_time || found->gone_time)
-					found = m;
-				break;
-			}
+			uint64_t start = m->base + m->seg[k].vaddr;
+
+			if (m->seg[k].memsz)
+				is->segs[is->nsegs++] =
+				        (struct seg_range){.start = start,
+				                           .end = start + m->seg[k].memsz,
+				                           .module = i};
 		}
 	}
-	return found;
+	if (is->nsegs > 1)
+		qsort(is->segs, is->nsegs, sizeof(*is->segs), cmp_seg);
+	for (size_t i = 0; i < is->nsegs; i++) {
+		uint64_t prev = i ? is->segs[i - 1].max_end : 0;
+		is->segs[i].max_end = is->segs[i].end > prev ? is->segs[i].end : prev;
+	}
+	is->modules = in->modules;
+	is->nmodules = in->nmodules;
+	return 0;
+}
+
+/*
+ * The module whose segments hold pc. Several can, when objects were unloaded
+ * and others mapped at the same addresses later; the API carries no time,
+ * so we take the last recorded of those still loaded at the end of the
+ * instance if there is one, else the last recorded. Both are usually the
+ * same object, dlopened again. The segments are searched by address: a
+ * flame graph asks for every frame of every stack, and a torch process has
+ * hundreds of modules.
+ */
+static int find_module(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t pc,
+                       const struct mt_module **out, struct object ***object)
+{
+	struct instance_segs *is;
+	size_t lo = 0, hi;
+	uint32_t live = UINT32_MAX, last = UINT32_MAX;
+	bool created;
+	int r;
+
+	*out = NULL;
+	/* a stack's frames are all of one instance: the last one's segments, without a lookup */
+	if (in == s->last_in) {
+		is = s->last_segs;
+		created = false;
+	} else {
+		is = mt_map_put(&s->instances, (uint64_t)(uintptr_t)in, &created);
+		if (!is)
+			return -ENOMEM;
+		/* an insertion may move the map's values */
+		s->last_in = in;
+		s->last_segs = is;
+	}
+	if ((created || is->modules != in->modules || is->nmodules != in->nmodules) &&
+	    (r = make_segs(is, in)) < 0)
+		return r;
+	/* the first segment starting above pc; those holding it are before it */
+	hi = is->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (is->segs[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && is->segs[i - 1].max_end > pc; i--) {
+		const struct seg_range *g = &is->segs[i - 1];
+
+		if (g->end <= pc)
+			continue;
+		if (last == UINT32_MAX || g->module > last)
+			last = g->module;
+		if (!in->modules[g->module].gone_time && (live == UINT32_MAX || g->module > live))
+			live = g->module;
+	}
+	if (live != UINT32_MAX)
+		last = live;
+	if (last != UINT32_MAX) {
+		*out = &in->modules[last];
+		*object = &is->objects[last];
+	}
+	return 0;
 }
 
 static const char *demangled(struct mt_symbolizer *s, const char *name)
@@ -485,15 +614,218 @@ out:
 	return r < 0 ? r : pushed;
 }
 
+/*
+ * The symbol dwfl_module_addrinfo names, found by binary search rather than
+ * by its walk of the whole table at every address (a flame graph of a torch
+ * program looks up hundreds of thousands of addresses in libtorch's
+ * 100,000-odd symbols: minutes). Only a sized symbol is ever used, so only
+ * sized symbols are indexed, and among those covering pc the choice follows
+ * libdwfl's (elfutils 0.158 on): the global part of the table first, the
+ * local part only if no global symbol was chosen; in each, table order,
+ * where a symbol replaces the one chosen if it starts later or binds more
+ * strongly, or starts at the same address, is smaller and binds no weaker.
+ * A sizeless global symbol exactly at pc makes libdwfl skip the locals;
+ * that case, which a return address almost never meets, is asked of libdwfl
+ * itself.
+ */
+static int binding_rank(const GElf_Sym *sym)
+{
+	switch (GELF_ST_BIND(sym->st_info)) {
+	case STB_GLOBAL:
+		return 3;
+	case STB_WEAK:
+		return 2;
+	case STB_LOCAL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static bool eligible(const char *name, const GElf_Sym *sym)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+
+	return name && name[0] && sym->st_shndx != SHN_UNDEF && type != STT_SECTION &&
+	       type != STT_FILE && type != STT_TLS;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct sym_range *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Out of memory: nothing kept, the next lookup tries again. */
+static int drop_ranges(struct object *o)
+{
+	free(o->ranges);
+	free(o->exact);
+	o->ranges = NULL;
+	o->exact = NULL;
+	o->nranges = o->nexact = 0;
+	o->ranges_made = false;
+	return -ENOMEM;
+}
+
+static int make_ranges(struct object *o)
+{
+	size_t ranges_cap = 0, exact_cap = 0;
+	int first_global;
+
+	o->ranges_made = true;
+	o->nsyms = dwfl_module_getsymtab(o->mod);
+	first_global = o->nsyms < 0 ? -1 : dwfl_module_getsymtab_first_global(o->mod);
+	if (first_global < 0) {
+		o->nsyms = -1;
+		return 0;
+	}
+	/* with no local part (a table from the program headers) all count as global */
+	for (int i = 1; i < o->nsyms; i++) {
+		bool global = i >= first_global;
+		GElf_Sym sym;
+		GElf_Addr value;
+		const char *name =
+		        dwfl_module_getsym_info(o->mod, i, &sym, &value, NULL, NULL, NULL);
+
+		if (!eligible(name, &sym))
+			continue;
+		if (sym.st_size == 0) {
+			if (!global)
+				continue;
+			if (grow((void **)&o->exact, &exact_cap, o->nexact + 1, sizeof(*o->exact)))
+				return drop_ranges(o);
+			o->exact[o->nexact++] = value;
+			continue;
+		}
+		if (grow((void **)&o->ranges, &ranges_cap, o->nranges + 1, sizeof(*o->ranges)))
+			return drop_ranges(o);
+		o->ranges[o->nranges++] = (struct sym_range){
+		        .value = value,
+		        .end = value + sym.st_size,
+		        .index = (uint32_t)i,
+		        .rank = (uint8_t)binding_rank(&sym),
+		        .global = global,
+		};
+	}
+	if (o->nranges > 1)
+		qsort(o->ranges, o->nranges, sizeof(*o->ranges), cmp_range);
+	for (size_t i = 0; i < o->nranges; i++) {
+		uint64_t prev = i ? o->ranges[i - 1].max_end : 0;
+		o->ranges[i].max_end = o->ranges[i].end > prev ? o->ranges[i].end : prev;
+	}
+	if (o->nexact > 1)
+		qsort(o->exact, o->nexact, sizeof(*o->exact), cmp_u64);
+	return 0;
+}
+
+static bool has_value(const uint64_t *v, size_t n, uint64_t value)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < value)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == value;
+}
+
+/* At most this many sized symbols covering one address; more are left to libdwfl. */
+#define MAX_COVER 64
+
+/* One part of the table (global or local), in table order, by libdwfl's rule. */
+static const struct sym_range *choose(const struct sym_range *const *cover, size_t n, bool global)
+{
+	const struct sym_range *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_range *c = cover[i];
+
+		if (c->global != global)
+			continue;
+		if (!best || best->value < c->value || best->rank < c->rank ||
+		    (best->value == c->value && best->end > c->end && best->rank <= c->rank))
+			best = c;
+	}
+	return best;
+}
+
+static int find_symbol(struct object *o, Dwarf_Addr pc, const char **name, GElf_Off *off,
+                       GElf_Sym *sym)
+{
+	const struct sym_range *cover[MAX_COVER], *best;
+	size_t lo = 0, hi, n = 0;
+	GElf_Addr value;
+	int r;
+
+	*name = NULL;
+	if (!o->ranges_made && (r = make_ranges(o)) < 0)
+		return r;
+	if (o->nsyms < 0)
+		return 0;
+	if (has_value(o->exact, o->nexact, pc))
+		goto ask_libdwfl;
+	/* the first range starting above pc; those covering it are before it */
+	hi = o->nranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->ranges[mid].value <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && o->ranges[i - 1].max_end > pc; i--) {
+		if (o->ranges[i - 1].end <= pc)
+			continue;
+		if (n == MAX_COVER)
+			goto ask_libdwfl;
+		cover[n++] = &o->ranges[i - 1];
+	}
+	/* table order: libdwfl keeps the first of equals */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && cover[j - 1]->index > cover[j]->index; j--) {
+			const struct sym_range *t = cover[j];
+			cover[j] = cover[j - 1];
+			cover[j - 1] = t;
+		}
+	best = choose(cover, n, true);
+	if (!best)
+		best = choose(cover, n, false);
+	if (!best)
+		return 0;
+	*name = dwfl_module_getsym_info(o->mod, (int)best->index, sym, &value, NULL, NULL, NULL);
+	*off = pc - value;
+	return 0;
+ask_libdwfl:
+	*name = dwfl_module_addrinfo(o->mod, pc, off, sym, NULL, NULL, NULL);
+	return 0;
+}
+
 /* A function symbol whose extent covers pc; its line from the line table, if any. */
 static int symtab_frame(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc)
 {
 	GElf_Off off = 0;
 	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(o->mod, pc, &off, &sym, NULL, NULL, NULL);
+	const char *name;
 	Dwfl_Line *dl;
 	const char *file = NULL;
-	int line = 0;
+	int line = 0, r = find_symbol(o, pc, &name, &off, &sym);
+
+	if (r < 0)
+		return r;
 
 	if (name &&
 	    (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
@@ -540,7 +872,7 @@ int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t
                  struct mt_sym *out, unsigned max)
 {
 	const struct mt_module *m;
-	struct object *o;
+	struct object *o, **cached_object = NULL;
 	struct cached *c;
 	bool created;
 	uint64_t offset;
@@ -549,14 +881,20 @@ int mt_symbolize(struct mt_symbolizer *s, const struct mt_instance *in, uint64_t
 
 	if (!s || !in || !out || max == 0)
 		return -EINVAL;
-	m = address ? find_module(in, address - 1) : NULL;
+	m = NULL;
+	if (address && (r = find_module(s, in, address - 1, &m, &cached_object)) < 0)
+		return r;
 	if (!m) {
 		fill(out, NULL, address, 0);
 		return 1;
 	}
-	r = find_object(s, m, &o);
-	if (r < 0)
+	/* the module's object as last time, unless its name changed since (a test does it) */
+	o = *cached_object;
+	if ((!o || o->build_id_len != m->build_id_len || strcmp(o->path, m->path) != 0 ||
+	     memcmp(o->build_id, m->build_id, m->build_id_len) != 0) &&
+	    (r = find_object(s, m, &o)) < 0)
 		return r;
+	*cached_object = o;
 	offset = address - m->base;
 	if (!o->dwfl) {
 		fill(out, o->path, address, m->base);
