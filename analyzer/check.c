@@ -320,8 +320,35 @@ static void usage(FILE *f)
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
 	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
 	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
-	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read\n",
+	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read, or cannot\n"
+	      "  support a verdict (cut, still being written, tracing stopped, no process)\n",
 	      f);
+}
+
+/*
+ * Why the trace cannot support a verdict, or NULL: a gate must not pass on
+ * data that is not all there (the blocks a leak would be in may be what is
+ * missing) nor on a program that has not ended.
+ */
+static const char *no_verdict(const struct mt_analysis *a, char *buf, size_t size)
+{
+	if (!a->nprocs)
+		return "the trace holds no process";
+	if (a->trace.cut)
+		return "the trace was cut: its end is missing";
+	if (a->trace.live)
+		return "a running program is still writing the trace";
+	for (uint32_t i = 0; i < a->nprocs; i++) {
+		const struct mt_instance *in = a->procs[i].in;
+		if (in->end == MT_END_STOPPED) {
+			snprintf(buf, size, "tracing stopped early in process %u (%s)", in->pid,
+			         in->stopped_errno > 0 && in->stopped_errno < 4096
+			                 ? strerror((int)in->stopped_errno)
+			                 : "unknown error");
+			return buf;
+		}
+	}
+	return NULL;
 }
 
 int mt_cmd_check(int argc, char **argv)
@@ -331,6 +358,8 @@ int mt_cmd_check(int argc, char **argv)
 	struct mt_analysis *a = NULL;
 	char b1[32];
 	int status = EXIT_CANNOT_CHECK;
+	char whybuf[160];
+	const char *why;
 
 	for (int i = 0; i < argc; i++) {
 		bool leaked = !strcmp(argv[i], "--max-leaked"),
@@ -387,6 +416,11 @@ int mt_cmd_check(int argc, char **argv)
 	}
 	if (mt_cmd_analyze(file, NULL, &a) != MT_EXIT_OK)
 		goto out; /* the one-line error is printed */
+	why = no_verdict(a, whybuf, sizeof(whybuf));
+	if (why) {
+		printf("memtrace check: no verdict: %s\n", why);
+		goto out; /* EXIT_CANNOT_CHECK */
+	}
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);

@@ -64,6 +64,21 @@ void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r)
 		fprintf(stderr, "memtrace: %s: %s\n", file, strerror(-r));
 }
 
+void mt_cmd_trace_warning(const char *file, const struct mt_trace *t)
+{
+	if (t->cut)
+		fprintf(stderr,
+		        "memtrace: %s: the file ends at byte %zu, %" PRIu64 " bytes short of what "
+		        "was written (a copy or a write cut short): its complete records are read, "
+		        "and a process whose end may be in what is missing ends 'cut'\n",
+		        file, t->size, t->missing);
+	if (t->live)
+		fprintf(stderr,
+		        "memtrace: %s: a running program is still writing this trace: its "
+		        "processes that have not ended are 'running'\n",
+		        file);
+}
+
 int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
                    struct mt_analysis **out)
 {
@@ -86,6 +101,7 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 		mt_cmd_trace_error(file, &err, r);
 		return MT_EXIT_BAD_TRACE;
 	}
+	mt_cmd_trace_warning(file, &(*out)->trace);
 	return MT_EXIT_OK;
 }
 

@@ -35,6 +35,8 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
                    struct mt_analysis **out);
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
+/* One line each when the trace was cut or is still being written. */
+void mt_cmd_trace_warning(const char *file, const struct mt_trace *t);
 /*
  * Names from a trace (argv, marks, paths, symbols) hold any bytes. Escaped,
  * each byte that is not part of valid UTF-8 becomes the four characters

@@ -373,7 +373,9 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 		int64_t gap = (int64_t)s->values[MT_SAMPLE_RSS] - (int64_t)s->live_host;
 		if (!s->values[MT_SAMPLE_RSS])
 			continue; /* RSS unknown */
-		if (!f->have || gap > f->rss_minus_live_peak) {
+		/* of equal gaps the latest: the heap figures settle after a burst of
+		 * frees (a sample taken during one may carry figures from before it) */
+		if (!f->have || gap >= f->rss_minus_live_peak) {
 			f->have = true;
 			f->rss_minus_live_peak = gap;
 			f->time = s->time;

@@ -480,6 +480,7 @@ int mt_cmd_dump(int argc, char **argv)
 		mt_cmd_trace_error(file, &err, r);
 		return MT_EXIT_BAD_TRACE;
 	}
+	mt_cmd_trace_warning(file, &t);
 	/* the first pass comes first so that record times use every clock pair of the file */
 	r = mt_replay_open(&replay, &t, &err);
 	if (r == 0)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -254,6 +255,14 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 		}
 	}
 	t->truncated = t->slot_count && t->slots[t->slot_count - 1].state == MT_SLOT_CUT;
+	if (t->truncated) {
+		const struct mt_chunk_slot *last = &t->slots[t->slot_count - 1];
+		uint64_t end = last->offset + (last->size ? last->size : unit);
+		t->missing = end - t->size;
+	}
+	if (t->header.extended > t->size && t->header.extended - t->size > t->missing)
+		t->missing = t->header.extended - t->size;
+	t->cut = t->missing > 0;
 	return r;
 }
 
@@ -323,6 +332,28 @@ int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, str
 	return r;
 }
 
+/*
+ * Whether a running program's writers hold the file: each holds a shared
+ * flock on it (preload/writer.c). Read from /proc/locks rather than by
+ * trying a lock, which could make a program that joins the trace meanwhile
+ * fail to take its own.
+ */
+static bool held_by_writers(const struct stat *st)
+{
+	char line[256], want[64];
+	FILE *f = fopen("/proc/locks", "re");
+	bool held = false;
+
+	if (!f)
+		return false;
+	snprintf(want, sizeof(want), " %02x:%02x:%llu ", major(st->st_dev), minor(st->st_dev),
+	         (unsigned long long)st->st_ino);
+	while (!held && fgets(line, sizeof(line), f))
+		held = strstr(line, " FLOCK ") && strstr(line, want);
+	fclose(f);
+	return held;
+}
+
 int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 {
 	struct stat st;
@@ -330,7 +361,8 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 	int fd, r;
 
 	memset(t, 0, sizeof(*t));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* never blocking: a FIFO named as the trace is refused below, not waited on */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return fail(err, -errno, 0, "cannot open: %s", strerror(errno));
 	if (fstat(fd, &st) < 0) {
@@ -350,6 +382,7 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 	}
 	r = mt_reader_open_memory(t, p, (size_t)st.st_size, err);
 	t->mapped = p != NULL;
+	t->live = r == 0 && held_by_writers(&st);
 	if (r < 0)
 		mt_reader_close(t);
 out:
@@ -380,15 +413,8 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 		return fail(err, -ERANGE, t->size, "no chunk %llu in the file",
 		            (unsigned long long)index);
 	slot = &t->slots[index];
-	if (slot->state == MT_SLOT_CUT) {
-		if (slot->size)
-			return fail(err, -EBADMSG, slot->offset,
-			            "the file ends inside a chunk (%llu of its %u bytes are "
-			            "there): it was cut short",
-			            (unsigned long long)(t->size - slot->offset), slot->size);
-		return fail(err, -EBADMSG, slot->offset,
-		            "the file ends inside a chunk header: it was cut short");
-	}
+	if (slot->state == MT_SLOT_CUT && !slot->size)
+		return 0; /* the file ends inside the chunk's header: nothing to read */
 	memcpy(&ch, t->data + slot->offset, sizeof(ch));
 	if (slot->state == MT_SLOT_BAD) {
 		if (ch.magic != MT_CHUNK_MAGIC)
@@ -402,6 +428,7 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 	out->index = index;
 	out->offset = slot->offset;
 	out->size = slot->size;
+	out->avail = slot->state == MT_SLOT_CUT ? (uint32_t)(t->size - slot->offset) : slot->size;
 	out->instance = ch.instance;
 	out->pid = ch.pid;
 	out->tid = ch.tid;
@@ -423,7 +450,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 		return r;
 	}
 	c->pos = t->data + c->chunk.offset + sizeof(struct mt_chunk_header);
-	c->end = t->data + c->chunk.offset + c->chunk.size;
+	c->end = t->data + c->chunk.offset + c->chunk.avail;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
 	return 1;
@@ -700,6 +727,13 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 		return 0;
 	}
 	off = (uint64_t)(p - c->trace->data);
+	payload = p + 1;
+	if (c->chunk.avail < c->chunk.size &&
+	    (mt_get_varint(&payload, c->end, &len) < 0 || len > (uint64_t)(c->end - payload))) {
+		/* the record the file was cut in: the end of what is there */
+		c->done = true;
+		return 0;
+	}
 	payload = p + 1;
 	if (mt_get_varint(&payload, c->end, &len) < 0) {
 		c->done = true;

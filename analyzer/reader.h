@@ -62,13 +62,19 @@ struct mt_trace {
 	uint64_t chunk_count;   /* whole chunks present in the file */
 	uint64_t unused_chunks; /* stretches claimed by writers that never wrote them */
 	bool truncated;         /* the last slot is a chunk the file ends inside */
+	/* the file ends before its writers had extended it (header `extended`,
+	 * or inside a chunk): `missing` bytes are not there */
+	bool cut;
+	uint64_t missing;
+	bool live; /* writers of a running program hold the file (mt_reader_open only) */
 };
 
 /* A chunk's header, decoded. */
 struct mt_chunk {
 	uint64_t index;
 	uint64_t offset;
-	uint32_t size; /* bytes, header included */
+	uint32_t size;  /* bytes, header included */
+	uint32_t avail; /* of them in the file: less than size for a chunk the file ends inside */
 	uint32_t instance;
 	uint32_t pid;
 	uint32_t tid;
@@ -187,7 +193,8 @@ void mt_reader_close(struct mt_trace *t);
  * whose mt_reader_chunk() reports the truncation.
  */
 uint64_t mt_reader_chunk_slots(const struct mt_trace *t);
-/* Decodes chunk header `index`: 1 in use, < 0 error (a cut or bad chunk). */
+/* Decodes chunk header `index`: 1 in use (a chunk the file ends inside too: its records up
+ * to the cut are read), 0 nothing readable (the file ends inside its header), < 0 error. */
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,
                     struct mt_error *err);
 

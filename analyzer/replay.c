@@ -24,6 +24,7 @@
  * replayed.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,13 @@ static int link_instances(struct mt_replay *r)
 			mt_map_free(&exec_pids);
 			return -ENOMEM;
 		}
+		/* no EXIT is no proof of a kill while the program runs, or when the
+		 * file lost its end */
+		if (in->end == MT_END_KILLED && r->trace->live &&
+		    (kill((pid_t)in->pid, 0) == 0 || errno == EPERM))
+			in->end = MT_END_RUNNING;
+		else if (in->end == MT_END_KILLED && r->trace->cut)
+			in->end = MT_END_CUT;
 	}
 	mt_map_free(&exec_pids);
 	return 0;
@@ -882,6 +890,10 @@ const char *mt_end_name(enum mt_end end)
 		return "stopped";
 	case MT_END_EXEC_UNTRACED:
 		return "exec-untraced";
+	case MT_END_RUNNING:
+		return "running";
+	case MT_END_CUT:
+		return "cut";
 	default:
 		return "killed";
 	}

@@ -60,6 +60,10 @@ enum mt_end {
 	/* its last record is an EXEC and no traced program of its pid follows: it became a
 	 * program memtrace cannot enter (static, setuid, no LD_PRELOAD) */
 	MT_END_EXEC_UNTRACED,
+	/* no EXIT, and a running program still writes the trace: it is alive */
+	MT_END_RUNNING,
+	/* no EXIT, and the file was cut (reader: cut): its end may be in what is missing */
+	MT_END_CUT,
 };
 
 /* The process image ended in an exec: the kernel dropped its memory, nothing leaked. */

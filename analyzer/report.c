@@ -332,6 +332,13 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 			               : "unknown error",
 			       in->stopped_errno);
 			break;
+		case MT_END_RUNNING:
+			printf("  still running: the figures are those of the trace so far\n");
+			break;
+		case MT_END_CUT:
+			printf("  end unknown: the trace file was cut, and this process's end may be "
+			       "in what is missing\n");
+			break;
 		}
 		if (in->origin == MT_ORIGIN_FORK)
 			printf("  forked from process %u\n", in->ppid);

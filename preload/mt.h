@@ -411,9 +411,16 @@ MT_HIDDEN void mt_sampler_start(void);  /* a process begins: its files, its thre
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
 /* The heap figures' states (sampler.c): a program thread takes them at the
- * end of an interposed call, where it holds no malloc lock, when WANTED, and
- * marks FRESH ones stale; so the hot path tests one byte. */
-enum { MT_HEAP_QUIET = 0, MT_HEAP_WANTED = 1, MT_HEAP_FRESH = 2, MT_HEAP_TAKING = 4 };
+ * end of an interposed call, where it holds no malloc lock, when WANTED,
+ * marks FRESH ones stale, and answers a PROBE (is the program idle?) by
+ * clearing it; so the hot path tests one byte. */
+enum {
+	MT_HEAP_QUIET = 0,
+	MT_HEAP_WANTED = 1,
+	MT_HEAP_FRESH = 2,
+	MT_HEAP_TAKING = 4,
+	MT_HEAP_PROBE = 8
+};
 MT_HIDDEN extern _Atomic unsigned char mt_heap_ask;
 MT_HIDDEN void mt_sampler_heap(void); /* slow side of mt_leave_hot */
 
@@ -447,7 +454,7 @@ static inline __attribute__((always_inline)) bool mt_enter(void)
 static inline void mt_leave_hot(void)
 {
 	if (MT_UNLIKELY(atomic_load_explicit(&mt_heap_ask, memory_order_relaxed) &
-	                (MT_HEAP_WANTED | MT_HEAP_FRESH)))
+	                (MT_HEAP_WANTED | MT_HEAP_FRESH | MT_HEAP_PROBE)))
 		mt_sampler_heap();
 	mt_self.guard = false;
 }

@@ -238,7 +238,9 @@ void mt_sampler_heap(void)
 {
 	unsigned char s = atomic_load(&mt_heap_ask);
 
-	if (s == MT_HEAP_FRESH)
+	if (s == MT_HEAP_PROBE)
+		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_QUIET); /* not idle */
+	else if (s == MT_HEAP_FRESH)
 		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_QUIET);
 	else if (s == MT_HEAP_WANTED &&
 	         atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
@@ -259,8 +261,22 @@ static void settle_heap(void)
 
 	if (s == MT_HEAP_QUIET) {
 		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u / 100;
-		if (++heap_tick < heap_every)
-			return; /* the figures are dear: a program thread pays at most 1% */
+		if (++heap_tick < heap_every) {
+			/* the figures are dear: a program thread pays at most 1%. But a
+			 * program that has gone idle (no interposed call within a
+			 * millisecond of the probe) costs nothing to take them for, and
+			 * would otherwise keep figures from before it went idle */
+			if (!atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_PROBE))
+				return;
+			for (int i = 0; i < 10 && atomic_load(&mt_heap_ask) == MT_HEAP_PROBE; i++)
+				nanosleep(&step, NULL);
+			s = MT_HEAP_PROBE;
+			if (atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
+				take_heap();
+				atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+			}
+			return;
+		}
 		heap_tick = 0;
 		heap_every = budget && heap.took > budget ? heap.took / budget + 1 : 1;
 		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_WANTED);

@@ -147,6 +147,7 @@ static void init_header(pid_t pid)
 	header->clock = mt_use_tsc ? MT_CLOCK_TSC : MT_CLOCK_MONOTONIC_NS;
 	header->created_realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 	header->root_pid = (uint32_t)pid;
+	header->extended = MT_HEADER_SIZE;
 	atomic_signal_fence(memory_order_release);
 	memcpy(header->magic, MT_FILE_MAGIC, 8);
 }
@@ -557,6 +558,13 @@ static uint8_t *map_chunk(struct mt_thread *t, uint32_t size, uint64_t *off_out)
 		stop(t, "cannot extend the trace file", r, true);
 		return NULL;
 	}
+	/* the file reached off + size: a reader that finds it shorter knows it was cut
+	 * (next_chunk cannot say: a writer killed between its claim and its
+	 * fallocate leaves next_chunk past the end of a whole file) */
+	for (uint64_t e = atomic_load((_Atomic uint64_t *)&header->extended);
+	     e < off + size &&
+	     !atomic_compare_exchange_weak((_Atomic uint64_t *)&header->extended, &e, off + size);)
+		;
 	p = mt_real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	r = errno;
 	mt_fd_release(MT_FD_TRACE);

@@ -48,6 +48,10 @@ struct mt_file_header {
 	uint32_t root_pid;
 	uint32_t clock; /* enum mt_clock: the unit of record times */
 	uint32_t flags; /* atomic: enum mt_header_flag */
+	uint32_t reserved;
+	/* atomic: the end of the file as writers extended it (each raises it after
+	 * its posix_fallocate); a file shorter than this was cut */
+	uint64_t extended;
 };
 
 /* Run-wide facts the processes of a run share through the header. */
