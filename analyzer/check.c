@@ -338,6 +338,8 @@ static const char *no_verdict(const struct mt_analysis *a, char *buf, size_t siz
 		return "the trace was cut: its end is missing";
 	if (a->trace.live)
 		return "a running program is still writing the trace";
+	if (a->trace.damaged)
+		return "the trace is damaged: records fail their checksum";
 	for (uint32_t i = 0; i < a->nprocs; i++) {
 		const struct mt_instance *in = a->procs[i].in;
 		if (in->end == MT_END_STOPPED) {

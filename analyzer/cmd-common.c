@@ -72,6 +72,14 @@ void mt_cmd_trace_warning(const char *file, const struct mt_trace *t)
 		        "was written (a copy or a write cut short): its complete records are read, "
 		        "and a process whose end may be in what is missing ends 'cut'\n",
 		        file, t->size, t->missing);
+	if (t->damaged)
+		fprintf(stderr,
+		        "memtrace: %s: %" PRIu64
+		        " chunk%s of records fail%s its checksum (the first at "
+		        "byte %" PRIu64
+		        "): the file was damaged there, and its figures may be wrong\n",
+		        file, t->damaged, t->damaged == 1 ? "" : "s", t->damaged == 1 ? "s" : "",
+		        t->damaged_at);
 	if (t->live)
 		fprintf(stderr,
 		        "memtrace: %s: a running program is still writing this trace: its "

@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "memtrace/crc32c.h"
 #include "reader.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -209,6 +210,27 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 }
 
 /*
+ * Whether a given-up chunk's records are what its writer wrote: the
+ * checksum of the bytes from its header's end to the end of its data (the
+ * walk by record lengths to the first zero type byte; a damaged length
+ * takes the walk elsewhere, and the sum differs).
+ */
+static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
+{
+	const uint8_t *start = chunk + sizeof(struct mt_chunk_header), *end = chunk + size;
+	const uint8_t *p = start;
+
+	while (p < end && *p != MT_REC_END_OF_DATA) {
+		const uint8_t *q = p + 1;
+		uint64_t len;
+		if (mt_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
+			return false;
+		p = q + len;
+	}
+	return mt_crc32c(start, (size_t)(p - start)) == crc;
+}
+
+/*
  * The chunk index: each chunk says its size, so the chunks are found by
  * walking the file. A unit whose magic is 0 belongs to a chunk claimed but
  * never written (its writer was killed, or the disk was full) and is
@@ -249,7 +271,11 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			r = add_slot(t, off, ch.size, MT_SLOT_CUT, &cap, err);
 			break;
 		} else {
-			r = add_slot(t, off, ch.size, MT_SLOT_CHUNK, &cap, err);
+			bool ok = !ch.crc32c || sealed_ok(t->data + off, ch.size, ch.crc32c);
+			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
+			             err);
+			if (!ok && !t->damaged++)
+				t->damaged_at = off;
 			t->chunk_count++;
 			off += ch.size;
 		}
@@ -425,6 +451,7 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 		            t->header.chunk_unit);
 	}
 	memset(out, 0, sizeof(*out));
+	out->damaged = slot->state == MT_SLOT_DAMAGED;
 	out->index = index;
 	out->offset = slot->offset;
 	out->size = slot->size;
@@ -715,7 +742,21 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	return 0;
 }
 
+static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
+
+/* A chunk that failed its checksum is read up to its first record that does not decode. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
+{
+	int r = cursor_next(c, rec, err);
+
+	if (r < 0 && c->chunk.damaged) {
+		c->done = true;
+		return 0;
+	}
+	return r;
+}
+
+static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
 {
 	const uint8_t *p = c->pos, *payload;
 	uint64_t len, off;

@@ -43,6 +43,9 @@ enum mt_slot_state {
 	MT_SLOT_CHUNK, /* a chunk, whole in the file */
 	MT_SLOT_CUT,   /* the file ends inside this chunk or its header */
 	MT_SLOT_BAD,   /* not a chunk header: an error when read */
+	/* a chunk whose records fail its checksum: read up to the first record that
+	 * does not decode, and said */
+	MT_SLOT_DAMAGED,
 };
 
 struct mt_chunk_slot {
@@ -67,6 +70,8 @@ struct mt_trace {
 	bool cut;
 	uint64_t missing;
 	bool live; /* writers of a running program hold the file (mt_reader_open only) */
+	uint64_t damaged;    /* chunks that fail their checksum */
+	uint64_t damaged_at; /* the first one's offset */
 };
 
 /* A chunk's header, decoded. */
@@ -75,6 +80,7 @@ struct mt_chunk {
 	uint64_t offset;
 	uint32_t size;  /* bytes, header included */
 	uint32_t avail; /* of them in the file: less than size for a chunk the file ends inside */
+	bool damaged;   /* its records fail its checksum */
 	uint32_t instance;
 	uint32_t pid;
 	uint32_t tid;

@@ -41,6 +41,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "memtrace/crc32c.h"
 #include "mt.h"
 
 uint32_t mt_instance;
@@ -454,12 +455,22 @@ static void punch_tail(struct mt_thread *t)
  * handler's _exit that interrupted either (process.c) never writes into an
  * unmapped chunk.
  */
+/* The chunk is given up: its checksum, for a reader to find damage by. */
+static void seal(uint8_t *base, const uint8_t *pos)
+{
+	struct mt_chunk_header *ch = (struct mt_chunk_header *)base;
+	size_t hdr = sizeof(*ch);
+
+	ch->crc32c = mt_crc32c(base + hdr, (size_t)(pos - base) - hdr);
+}
+
 static void release_chunk(struct mt_thread *t)
 {
 	uint8_t *base = t->base;
 
 	if (!base)
 		return;
+	seal(base, t->pos);
 	t->base = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->pos = t->end = NULL;
@@ -617,6 +628,8 @@ uint8_t *mt_writer_room_slow(size_t need)
 	 * base is NULL only across these few stores (see release_chunk) */
 	old = t->base;
 	old_size = t->chunk_bytes;
+	if (old)
+		seal(old, t->pos);
 	t->base = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->pos = p + hdr;

@@ -86,7 +86,11 @@ struct mt_chunk_header {
 	uint64_t base_ticks; /* the time register's start */
 	uint64_t base_ns;    /* CLOCK_MONOTONIC ns at base_ticks */
 	uint32_t size;       /* bytes of the chunk, this header included */
-	uint32_t reserved;   /* 0 */
+	/* CRC32C (crc32c.h) of the record bytes: from the end of this header to the
+	 * end of the data (the first zero type byte, or the chunk's end). Written
+	 * when the writer gives the chunk up (full, or its thread ended); 0 while
+	 * it is in use, so a killed or running writer's last chunk is not checked */
+	uint32_t crc32c;
 };
 
 /* Record types. 0 is never a record: it ends a chunk's data. */

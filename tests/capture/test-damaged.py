@@ -155,6 +155,31 @@ def test_running():
     shutil.rmtree(d)
 
 
+def test_flipped_bit():
+    """A bit flipped inside a given-up chunk's records fails its checksum: said,
+    and no gate passes on it. Without the checksum a flip in a size changes the
+    figures without a word."""
+    d = workdir()
+    trace = full_trace(d)
+    recs, chunks = records(trace)
+    allocs = [off for off, kind in recs if kind == "ALLOC" and chunks[2] < off < chunks[3]]
+    at = allocs[len(allocs) // 2] + 4  # in the record's payload
+    with open(trace, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x01]))
+    out, s = summary(trace)
+    err = out.stderr.decode()
+    check(out.returncode == 0 and err == f"memtrace: {trace}: 1 chunk of records fails its checksum "
+          f"(the first at byte {chunks[2]}): the file was damaged there, and its figures may be "
+          "wrong\n", f"dump of a damaged trace: {out.returncode} {err!r}")
+    r = run([BIN, "check", trace])
+    check(r.returncode == 2 and r.stdout == b"memtrace check: no verdict: the trace is damaged: "
+          b"records fail their checksum\n", f"check of a damaged trace: {r.returncode} {r.stdout!r}")
+    shutil.rmtree(d)
+
+
 def test_fifo_named_as_the_trace():
     """A FIFO given as the trace is refused at once, not waited on."""
     d = workdir()
@@ -176,4 +201,5 @@ main({
     "stopped": test_stopped,
     "running": test_running,
     "fifo_named_as_the_trace": test_fifo_named_as_the_trace,
+    "flipped_bit": test_flipped_bit,
 })
