@@ -288,15 +288,6 @@ void mt_fd_release(enum mt_fd_slot slot)
 	unlock(&slots[slot]);
 }
 
-int mt_fd_get(enum mt_fd_slot slot)
-{
-	int fd = mt_fd_hold(slot);
-
-	if (fd >= 0)
-		mt_fd_release(slot);
-	return fd;
-}
-
 void mt_fd_drop(enum mt_fd_slot slot)
 {
 	struct slot *s = &slots[slot];

@@ -204,9 +204,8 @@ enum mt_fd_slot {
  * program's and left alone. */
 struct stat;
 MT_HIDDEN int mt_fd_keep(enum mt_fd_slot slot, int fd, const struct stat *expect);
-/* The slot's number if it still is its file, else -1 (forgotten, not closed). */
-MT_HIDDEN int mt_fd_get(enum mt_fd_slot slot);
-/* The same, with the slot's lock held until mt_fd_release when it returns a
+/* The slot's number if it still is its file, else -1 (forgotten, not closed),
+ * with the slot's lock held until mt_fd_release when it returns a
  * number: no dup2 of the program's can move the file away in between. Hold it
  * only around the calls that use the number (pread, fallocate, mmap). */
 MT_HIDDEN int mt_fd_hold(enum mt_fd_slot slot);
