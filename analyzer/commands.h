@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "escape.h"
 
 #define MT_EXIT_OK        0
 #define MT_EXIT_USAGE     1
@@ -37,27 +38,6 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
 /* One line each when the trace was cut or is still being written. */
 void mt_cmd_trace_warning(const char *file, const struct mt_trace *t);
-/*
- * Names from a trace (argv, marks, paths, symbols) hold any bytes. Escaped,
- * each byte that is not part of valid UTF-8 becomes the four characters
- * \xNN and a backslash becomes \\, so the bytes can be told back
- * (docs/json-report.md). MT_ESCAPE_CONTROL, for text: also each byte of a
- * control character (C0, DEL, C1 U+0080..U+009F) as \xNN, so nothing
- * reaches a terminal that moves the cursor, starts an escape sequence or
- * begins a line. MT_ESCAPE_QUOTE: also " as \".
- */
-#define MT_ESCAPE_CONTROL 1u
-#define MT_ESCAPE_QUOTE   2u
-/*
- * The n bytes at s escaped into buf (size bytes, NUL-terminated, cut before
- * an escape that does not fit); returns the length written, or with buf
- * NULL the whole length.
- */
-size_t mt_escape(char *buf, size_t size, const void *s, size_t n, unsigned flags);
-/* The same, allocated; NULL without memory. */
-char *mt_escape_dup(const void *s, size_t n, unsigned flags);
-/* The n bytes at s written to f escaped. */
-void mt_put_escaped(FILE *f, const void *s, size_t n, unsigned flags);
 /* A string written to f with MT_ESCAPE_CONTROL. */
 void mt_put_text(FILE *f, const char *s);
 /* s as a JSON string, escaped (flags 0); null for NULL; NULL without memory. */

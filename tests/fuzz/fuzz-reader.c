@@ -8,7 +8,11 @@
  *
  * Every field the reader or the replay hands out is read and folded into a
  * sink, so that ASan checks each pointer and length it returns and UBSan
- * each value a report would compute with (mt_clock_ns() included).
+ * each value a report would compute with (mt_clock_ns() included). Every
+ * name (argv, executable, module path, mark) is escaped as the commands
+ * print it, and the escape checked: valid UTF-8, no control character
+ * where text asks for none, read back to the very bytes, cut only between
+ * whole escapes.
  *
  * Built by build-fuzzer with libFuzzer, and by meson with fuzz-main.c,
  * which runs the committed corpus and crashes as the 'fuzz' suite.
@@ -16,10 +20,13 @@
  * May not: print, keep state between inputs, or depend on anything but the
  * input (libFuzzer needs a deterministic target).
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "reader.h"
 #include "replay.h"
 
@@ -39,10 +46,123 @@ static void mix_bytes(uint64_t *h, const uint8_t *p, size_t n)
 		mix(h, p[i]);
 }
 
+static void check(bool ok)
+{
+	if (!ok)
+		__builtin_trap();
+}
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * Whether the n bytes at p are well-formed UTF-8, by the Unicode
+ * standard's table of well-formed byte sequences (Table 3-7): written
+ * apart from escape.c's decoder so that one does not vouch for itself.
+ */
+static bool well_formed(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t c = p[i], lo = 0x80, hi = 0xbf;
+		size_t len;
+
+		if (c <= 0x7f) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		else
+			return false;
+		if (i + len > n || p[i + 1] < lo || p[i + 1] > hi)
+			return false;
+		for (size_t k = 2; k < len; k++)
+			if (p[i + k] < 0x80 || p[i + k] > 0xbf)
+				return false;
+		i += len;
+	}
+	return true;
+}
+
+/* e (n bytes, escaped with flags) read back must be the len bytes at raw. */
+static void check_unescape(const char *e, size_t n, unsigned flags, const uint8_t *raw, size_t len)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; at++) {
+		check(at < len);
+		if (e[i] != '\\') {
+			check((uint8_t)e[i++] == raw[at]);
+			continue;
+		}
+		check(i + 1 < n);
+		if (e[i + 1] == '\\' || (e[i + 1] == '"' && (flags & MT_ESCAPE_QUOTE))) {
+			check((uint8_t)e[i + 1] == raw[at]);
+			i += 2;
+			continue;
+		}
+		check(i + 3 < n && e[i + 1] == 'x' && hex_digit(e[i + 2]) >= 0 &&
+		      hex_digit(e[i + 3]) >= 0);
+		check((hex_digit(e[i + 2]) << 4 | hex_digit(e[i + 3])) == raw[at]);
+		i += 4;
+	}
+	check(at == len);
+}
+
+/* What escaping the len bytes at raw with flags must give (escape.h). */
+static void check_escape(const uint8_t *raw, size_t len, unsigned flags)
+{
+	size_t n = mt_escape(NULL, 0, raw, len, flags), cut, slashes = 0;
+	char *e = malloc(n + 1), *part;
+
+	check(e != NULL);
+	check(mt_escape(e, n + 1, raw, len, flags) == n && e[n] == 0);
+	check_unescape(e, n, flags, raw, len);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = (uint8_t)e[i];
+		slashes += c == '\\';
+		/* no C0, DEL or C1 (UTF-8 c2 80..c2 9f) reaches a terminal */
+		if (flags & MT_ESCAPE_CONTROL)
+			check(c >= 0x20 && c != 0x7f &&
+			      !(c == 0xc2 && i + 1 < n && (uint8_t)e[i + 1] < 0xa0));
+	}
+	check(well_formed((const uint8_t *)e, n));
+	/* and escaped again, only its backslashes change, each doubled */
+	check(mt_escape(NULL, 0, e, n, 0) == n + slashes);
+	/* a buffer too small holds the longest prefix of whole escapes */
+	cut = n / 2;
+	part = malloc(cut + 1);
+	check(part != NULL);
+	check(mt_escape(part, cut + 1, raw, len, flags) <= cut &&
+	      memcmp(part, e, strlen(part)) == 0);
+	free(part);
+	free(e);
+}
+
+/* A name from the trace: mixed, and escaped each way a command prints it. */
+static void mix_name(uint64_t *h, const uint8_t *p, size_t n)
+{
+	mix_bytes(h, p, n);
+	for (unsigned flags = 0; flags <= (MT_ESCAPE_CONTROL | MT_ESCAPE_QUOTE); flags++)
+		check_escape(p, n, flags);
+}
+
 static void mix_str(uint64_t *h, const char *s)
 {
 	if (s)
 		mix_bytes(h, (const uint8_t *)s, strlen(s));
+}
+
+static void mix_name_str(uint64_t *h, const char *s)
+{
+	if (s)
+		mix_name(h, (const uint8_t *)s, strlen(s));
 }
 
 static void mix_error(uint64_t *h, const struct mt_error *err)
@@ -64,18 +184,19 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 	switch (rec->type) {
 	case MT_REC_PROCESS:
 		mix(h, rec->u.process.pid ^ rec->u.process.ppid ^ rec->u.process.origin);
-		mix(h, rec->u.process.parent_instance ^ rec->u.process.realtime ^ rec->u.process.depth);
-		mix_bytes(h, rec->u.process.exe.data, rec->u.process.exe.len);
-		mix_bytes(h, rec->u.process.cmdline.data, rec->u.process.cmdline.len);
+		mix(h, rec->u.process.parent_instance ^ rec->u.process.realtime ^
+		               rec->u.process.depth);
+		mix_name(h, rec->u.process.exe.data, rec->u.process.exe.len);
+		mix_name(h, rec->u.process.cmdline.data, rec->u.process.cmdline.len);
 		break;
 	case MT_REC_MODULE:
 		mix(h, rec->u.module.base);
-		mix_bytes(h, rec->u.module.path.data, rec->u.module.path.len);
+		mix_name(h, rec->u.module.path.data, rec->u.module.path.len);
 		mix_bytes(h, rec->u.module.build_id.data, rec->u.module.build_id.len);
 		mix(h, rec->u.module.nseg);
 		for (uint32_t i = 0; i < rec->u.module.nseg; i++)
 			mix(h, rec->u.module.seg[i].vaddr ^ rec->u.module.seg[i].memsz ^
-				       rec->u.module.seg[i].flags);
+			               rec->u.module.seg[i].flags);
 		break;
 	case MT_REC_MODULE_GONE:
 		mix(h, rec->u.module_gone.base ^ rec->u.module_gone.gen);
@@ -132,7 +253,7 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		mix(h, rec->u.lost.reason ^ rec->u.lost.count);
 		break;
 	case MT_REC_MARK:
-		mix_bytes(h, rec->u.mark.label.data, rec->u.mark.label.len);
+		mix_name(h, rec->u.mark.label.data, rec->u.mark.label.len);
 		break;
 	default:
 		break;
@@ -164,7 +285,7 @@ static void walk_chunks(const struct mt_trace *t, uint64_t *h)
 			mix_error(h, &err);
 	}
 	/* one past the last slot is an error, never a read */
-	if (mt_reader_chunk(t, slots, &(struct mt_chunk){ 0 }, &err) >= 0)
+	if (mt_reader_chunk(t, slots, &(struct mt_chunk){0}, &err) >= 0)
 		__builtin_trap();
 }
 
@@ -224,8 +345,8 @@ static void mix_instance(struct ctx *x, const struct mt_instance *in)
 	mix(&x->h, in->id ^ in->have_process ^ in->process_offset ^ in->pid ^ in->ppid);
 	mix(&x->h, in->origin ^ in->parent_instance ^ in->depth ^ in->realtime);
 	mix(&x->h, mt_clock_ns(fit, in->start_time) ^ mt_clock_ns(fit, in->end_time));
-	mix_str(&x->h, in->exe);
-	mix_str(&x->h, in->cmdline);
+	mix_name_str(&x->h, in->exe);
+	mix_name_str(&x->h, in->cmdline);
 	mix(&x->h, in->end ^ in->exit_how ^ in->exit_status);
 	mix(&x->h, in->records ^ in->events ^ in->chunks ^ in->threads);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
@@ -250,7 +371,7 @@ static void mix_instance(struct ctx *x, const struct mt_instance *in)
 	for (uint32_t i = 0; i < in->nmodules; i++) {
 		const struct mt_module *m = &in->modules[i];
 		mix(&x->h, m->time ^ m->base ^ m->gone_time);
-		mix_str(&x->h, m->path);
+		mix_name_str(&x->h, m->path);
 		mix_bytes(&x->h, m->build_id, m->build_id_len);
 		for (uint32_t s = 0; s < m->nseg; s++)
 			mix(&x->h, m->seg[s].vaddr ^ m->seg[s].memsz ^ m->seg[s].flags);
@@ -272,10 +393,11 @@ static int on_done(void *vctx, struct mt_replay *r, const struct mt_instance *in
 
 static void replay(const struct mt_trace *t, uint64_t *h)
 {
-	static const struct mt_replay_callbacks cb = { .record = on_record, .instance_done = on_done };
-	struct ctx x = { .h = *h };
+	static const struct mt_replay_callbacks cb = {.record = on_record,
+	                                              .instance_done = on_done};
+	struct ctx x = {.h = *h};
 	const struct mt_trace_stats *st;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	int r;
 
 	r = mt_replay_open(&x.r, t, &err);
@@ -307,7 +429,7 @@ static void replay(const struct mt_trace *t, uint64_t *h)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mt_trace t;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	uint64_t h = 0;
 	int r;
 

@@ -6,7 +6,8 @@
  * header checks and mutates records the replay actually applies: every
  * record type, realloc and mremap halves across threads, munmap splits,
  * fork seeding, exec, a claimed but unwritten chunk, a cut file, the TSC
- * clock, unknown record types and padded lengths, CUDA kinds.
+ * clock, unknown record types and padded lengths, CUDA kinds, names that
+ * are not UTF-8 or hold control characters.
  *
  * The committed corpus (tests/fuzz/corpus) started from these; run this
  * again only to refresh the seeds (their names are stable: seed-*).
@@ -74,7 +75,7 @@ static void lost(struct tb *b, unsigned reason, uint64_t count)
 /* One of every record type in one chunk. */
 static void every_record(void)
 {
-	static const uint64_t frames[] = { 0x401234, 0x401000, 0x7f0000001234, 0x400100 };
+	static const uint64_t frames[] = {0x401234, 0x401000, 0x7f0000001234, 0x400100};
 	struct tb b;
 
 	tb_init(&b, CHUNK);
@@ -107,7 +108,7 @@ static void every_record(void)
 /* Two threads whose events interleave in time, a realloc's halves between them. */
 static void threads(void)
 {
-	static const uint64_t f1[] = { 0x401000 }, f2[] = { 0x402000, 0x401000 };
+	static const uint64_t f1[] = {0x401000}, f2[] = {0x402000, 0x401000};
 	struct tb b;
 
 	tb_init(&b, CHUNK);
@@ -191,7 +192,8 @@ static void tsc(void)
 	save(&b, "tsc", b.size);
 }
 
-/* What a reader must take in its stride: unused chunks, unknown types, padded lengths, extra fields. */
+/* What a reader must take in its stride: unused chunks, unknown types, padded lengths, extra
+ * fields. */
 static void odd(void)
 {
 	struct tb b;
@@ -229,7 +231,8 @@ static void odd(void)
 	save(&b, "odd", b.size);
 }
 
-/* CUDA events: device, managed and pinned kinds, a virtual-memory handle, a failure with device figures. */
+/* CUDA events: device, managed and pinned kinds, a virtual-memory handle, a failure with device
+ * figures. */
 static void cuda(void)
 {
 	struct tb b;
@@ -289,6 +292,33 @@ static void cuda(void)
 	save(&b, "cuda", b.size);
 }
 
+/*
+ * Names the commands must escape: Latin-1, a lone continuation byte, an
+ * overlong form, a surrogate, a code point above U+10FFFF, C0 and C1
+ * controls, terminal escape sequences, backslashes, quotes, a NUL inside
+ * argv, next to valid multi-byte characters.
+ */
+static void names(void)
+{
+	static const char argv[] = "caf\xe9\0\x80lone\0\xc0\xafover\0\xed\xa0\x80sur\0"
+	                           "\xf4\x90\x80\x80"
+	                           "big\0\x1b]52;c;x\x07\0";
+	static const char mark[] =
+	        "\nmemtrace check: ok\x1b[8m\xc2\x9b\x7f\\x41\"\xe2\x82\xac\xf0\x9f\x98\x80";
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 900, 900, 10);
+	tb_process(&b, 10, 900, 1, MT_ORIGIN_ROOT, 0, "/opt/caf\xe9/\\bin\"", argv,
+	           sizeof(argv) - 1);
+	module(&b, 11, 0x7f0000000000, "/lib/\xff\xfe\r\tlib.so");
+	tb_dt(&b, 12);
+	tb_str(&b, mark, sizeof(mark) - 1);
+	tb_end(&b, MT_REC_MARK);
+	tb_exit(&b, 13, MT_EXIT_MAIN_RETURN, 0);
+	save(&b, "names", b.size);
+}
+
 /* A trace cut inside its last chunk, and one that is only the file header. */
 static void cut(void)
 {
@@ -319,5 +349,6 @@ int main(int argc, char **argv)
 	odd();
 	cut();
 	cuda();
+	names();
 	return failed;
 }
