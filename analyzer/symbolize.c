@@ -15,19 +15,22 @@
  * is never used, since the nearest label before an address is often not
  * the function containing it.
  *
- * Debug files are found by Dwfl's standard search: /usr/lib/debug/.build-id,
- * then .gnu_debuglink; and debuginfod when the user set DEBUGINFOD_URLS.
- * A path from the trace is opened only if it is a regular file, and never
- * waits (a FIFO's open would wait for a writer for ever).
+ * Debug files are found as Dwfl's standard search finds them, but opened
+ * by find_debuginfo below: /usr/lib/debug/.build-id, then .gnu_debuglink;
+ * and debuginfod when the user set DEBUGINFOD_URLS. Every path, from the
+ * trace or derived from it, is opened only if it is a regular file, and
+ * never waits (a FIFO's open would wait for a writer for ever).
  *
  * May not: print, or give a name it cannot vouch for. Not thread-safe: one
  * symbolizer per thread. Memory grows with the distinct (object, offset)
  * pairs looked up and the distinct strings they name.
  */
 #include <dwarf.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,12 +116,6 @@ struct mt_symbolizer {
 	struct mt_map strings; /* hash -> index + 1 into strs */
 	char **strs;
 	size_t nstrs, strs_cap;
-};
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-        .find_elf = dwfl_build_id_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
-        .section_address = dwfl_offline_section_address,
 };
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -277,6 +274,97 @@ static int open_regular(const char *file)
 	}
 	return fd;
 }
+
+/*
+ * The debug file candidate at path, if it is a regular file with the
+ * object's build-id: its descriptor; -EINVAL if something not a regular
+ * file is there (a FIFO, a device, a directory), -ESTALE if another build
+ * is, -ENOENT if nothing can be opened.
+ */
+static int open_debug_candidate(const char *path, const unsigned char *id, int idlen)
+{
+	int fd = open_regular(path);
+	const void *cand;
+	Elf *elf;
+	bool same;
+
+	if (fd < 0)
+		return fd == -EINVAL ? -EINVAL : -ENOENT;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	same = elf && dwelf_elf_gnu_build_id(elf, &cand) == idlen &&
+	       memcmp(cand, id, (size_t)idlen) == 0;
+	elf_end(elf);
+	if (!same) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Dwfl's find_debuginfo, searching where dwfl_standard_find_debuginfo
+ * does (the build-id path under /usr/lib/debug; the .gnu_debuglink name
+ * next to the file, in its .debug/, under /usr/lib/debug) but opening
+ * through open_regular: the standard search opens every candidate with a
+ * plain open(), which waits for ever on a FIFO planted at a debug file's
+ * name. A candidate must carry the object's build-id, so an object without
+ * one gets no separate debug file. debuginfod (DEBUGINFOD_URLS set) is
+ * asked through the standard search only when no candidate is something
+ * other than a regular file: that search opens the same paths again.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                          const char *file_name, const char *debuglink_file,
+                          GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+	char paths[4][PATH_MAX];
+	int n = 0, at, fd;
+	bool something_else = false;
+
+	if (idlen < 2)
+		return -1;
+	at = snprintf(paths[n], PATH_MAX, "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (int i = 1; i < idlen && at < PATH_MAX; i++)
+		at += snprintf(paths[n] + at, PATH_MAX - (size_t)at, "%02x", id[i]);
+	if (at < PATH_MAX &&
+	    snprintf(paths[n] + at, PATH_MAX - (size_t)at, ".debug") < PATH_MAX - at)
+		n++;
+	if (debuglink_file && !strchr(debuglink_file, '/') && file_name && file_name[0] == '/') {
+		const char *slash = strrchr(file_name, '/');
+		int dirlen = (int)(slash - file_name);
+
+		if (snprintf(paths[n], PATH_MAX, "%.*s/%s", dirlen, file_name, debuglink_file) <
+		            PATH_MAX &&
+		    strcmp(paths[n], file_name) != 0)
+			n++;
+		if (snprintf(paths[n], PATH_MAX, "%.*s/.debug/%s", dirlen, file_name,
+		             debuglink_file) < PATH_MAX)
+			n++;
+		if (snprintf(paths[n], PATH_MAX, "/usr/lib/debug%.*s/%s", dirlen, file_name,
+		             debuglink_file) < PATH_MAX)
+			n++;
+	}
+	for (int i = 0; i < n; i++) {
+		fd = open_debug_candidate(paths[i], id, idlen);
+		if (fd >= 0) {
+			*debuginfo_file_name = strdup(paths[i]);
+			return fd;
+		}
+		something_else |= fd == -EINVAL;
+	}
+	if (something_else || !getenv("DEBUGINFOD_URLS"))
+		return -1;
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+	                                    debuglink_crc, debuginfo_file_name);
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+};
 
 /* A Dwfl over one file at load bias 0, if it is the object the trace saw. */
 static bool try_open(struct object *o, const struct mt_module *m, const char *file)

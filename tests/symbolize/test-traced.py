@@ -2,7 +2,10 @@
 """The symbolizer on traces of real processes: runs programs/ under the
 preload, then check-symbols on each trace. The module+offset cases trace a
 copy of sym-c and then replace the copy with another build (sym-c-other) or
-delete it; the stripped case traces a copy without debug info.
+delete it; the stripped case traces a copy without debug info; the
+debuglink cases a copy whose debug info is in a separate file named by
+.gnu_debuglink, and a copy whose .gnu_debuglink names a FIFO (whose open()
+would wait for a writer for ever).
 
 argv: the preload library, check-symbols, the folder of the built programs,
 the folder of their sources."""
@@ -24,8 +27,12 @@ def traced(argv, trace):
 
 
 def check(name, mode, trace, source, *extra):
-    r = subprocess.run([CHECK, mode, trace, os.path.join(SOURCES, source), *extra],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    try:
+        r = subprocess.run([CHECK, mode, trace, os.path.join(SOURCES, source), *extra],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    except subprocess.TimeoutExpired:
+        print(f"FAIL {name}: check-symbols did not finish in 60 s")
+        return False
     print(("ok " if r.returncode == 0 else "FAIL ") + name)
     if r.returncode != 0:
         print(r.stdout.decode())
@@ -47,6 +54,24 @@ def main():
         subprocess.run(["objcopy", "--strip-debug", os.path.join(BUILT, "sym-c"), stripped], check=True)
         traced([stripped], os.path.join(tmp, "stripped.mtrace"))
         ok &= check("stripped", "stripped", os.path.join(tmp, "stripped.mtrace"), "sym-c.c")
+
+        # Debug info in a separate file named by .gnu_debuglink, next to the
+        # program: file and line come from it. Then the same name as a FIFO:
+        # names from .symtab only, and no wait.
+        for case, debug, mode in [("debuglink", "sym-c-linked.debug", "c"),
+                                  ("debuglink-fifo", "sym-c-fifo.debug", "stripped")]:
+            prog = os.path.join(tmp, case)
+            debug = os.path.join(tmp, debug)
+            subprocess.run(["objcopy", "--only-keep-debug", os.path.join(BUILT, "sym-c"), debug],
+                           check=True)
+            subprocess.run(["objcopy", "--strip-debug", "--add-gnu-debuglink=" + debug,
+                            os.path.join(BUILT, "sym-c"), prog], check=True)
+            if mode == "stripped":
+                os.unlink(debug)
+                os.mkfifo(debug)
+            trace = os.path.join(tmp, case + ".mtrace")
+            traced([prog], trace)
+            ok &= check(case, mode, trace, "sym-c.c")
 
         # Replaced by another build after the trace: build-id mismatch, no names.
         replaced = os.path.join(tmp, "replaced")
