@@ -449,12 +449,6 @@ static void punch_tail(struct mt_thread *t)
 	mt_fd_release(MT_FD_TRACE);
 }
 
-/*
- * base is NULL whenever pos and end are not a mapped chunk's: it is cleared
- * first here and set last when a chunk is installed, so that a signal
- * handler's _exit that interrupted either (process.c) never writes into an
- * unmapped chunk.
- */
 /* The chunk is given up: its checksum, for a reader to find damage by. */
 static void seal(uint8_t *base, const uint8_t *pos)
 {
@@ -464,6 +458,12 @@ static void seal(uint8_t *base, const uint8_t *pos)
 	ch->crc32c = mt_crc32c(base + hdr, (size_t)(pos - base) - hdr);
 }
 
+/*
+ * base is NULL whenever pos and end are not a mapped chunk's: it is cleared
+ * first here and set last when a chunk is installed, so that a signal
+ * handler's _exit that interrupted either (process.c) never writes into an
+ * unmapped chunk.
+ */
 static void release_chunk(struct mt_thread *t)
 {
 	uint8_t *base = t->base;
