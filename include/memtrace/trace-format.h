@@ -93,6 +93,16 @@ struct mt_chunk_header {
 	uint32_t crc32c;
 };
 
+/*
+ * Python frames in a STACK record (after the native frames): at most this
+ * many, each written as (code id << 1 | MT_PYFRAME_ENTRY) and lasti + 1.
+ */
+#define MT_MAX_PYFRAMES  128
+#define MT_PYFRAME_ENTRY 1u
+/* A PYCODE record keeps at most this much of a code object's line table and names. */
+#define MT_PYCODE_MAX_LINETABLE 8192
+#define MT_PYCODE_MAX_NAME      512
+
 /* Record types. 0 is never a record: it ends a chunk's data. */
 enum mt_record_type {
 	MT_REC_END_OF_DATA = 0,
@@ -112,6 +122,7 @@ enum mt_record_type {
 	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
 	MT_REC_MARK = 15,   /* memtrace_mark(): a point the program named */
 	MT_REC_EXEC = 16,   /* the process calls an exec function: it may become untraced */
+	MT_REC_PYCODE = 17, /* a Python code object that STACK records' Python frames name */
 	MT_REC_TYPE_COUNT
 };
 
