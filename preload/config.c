@@ -74,5 +74,6 @@ void mt_config_load(void)
 	mt_config.interval_ms = number("MEMTRACE_INTERVAL_MS", 10, 0, 3600 * 1000);
 	mt_config.stack_table_bits = number("MEMTRACE_STACK_TABLE_BITS", 20, 10, 28);
 	mt_config.trace_mmap = flag("MEMTRACE_MMAP", true);
+	mt_config.python = flag("MEMTRACE_PYTHON", true);
 	unwinder();
 }

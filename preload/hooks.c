@@ -268,6 +268,8 @@ MT_EXPORT int munmap(void *addr, size_t len)
 {
 	if (MT_UNLIKELY(!mt_real.munmap))
 		return (int)syscall(SYS_munmap, addr, len);
+	if (MT_UNLIKELY(mt_python_on))
+		mt_python_forget((uintptr_t)addr, len);
 	if (!mt_config.trace_mmap || !mt_enter())
 		return mt_real.munmap(addr, len);
 	int err = errno;
@@ -291,6 +293,8 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	}
 	if (MT_UNLIKELY(!mt_real.mremap))
 		return (void *)syscall(SYS_mremap, old, old_len, len, flags, want);
+	if (MT_UNLIKELY(mt_python_on))
+		mt_python_forget((uintptr_t)old, old_len);
 	if (!mt_config.trace_mmap || !mt_enter())
 		return mt_real.mremap(old, old_len, len, flags, want);
 	MT_MARK_CALLER();

@@ -118,6 +118,7 @@ static void become_child(bool forked)
 	mt_pid = getpid();
 	mt_writer_after_fork();
 	mt_stacks_after_fork();
+	mt_python_after_fork();
 	atomic_store(&mt_state, MT_ON);
 	mt_process_record(MT_ORIGIN_FORK, parent_instance, parent_pid);
 	mt_modules_after_fork();
@@ -196,6 +197,7 @@ void mt_init(void)
 	atomic_store(&mt_state, MT_ON);
 	mt_process_record(joined ? MT_ORIGIN_EXEC : MT_ORIGIN_ROOT, 0, 0);
 	mt_modules_init();
+	mt_python_detect();
 out:
 	mt_self.guard = guard;
 	errno = saved;

@@ -235,6 +235,8 @@ void mt_modules_check(void)
 	last_adds = c.adds;
 	last_subs = c.subs;
 	atomic_store(&scanning, false);
+	if (!mt_python_on)
+		mt_python_detect(); /* a dlopen may have brought an interpreter */
 }
 
 void mt_modules_init(void)

@@ -74,6 +74,7 @@ struct mt_config {
 	bool enable;               /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
 	bool trace_mmap;
 	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
+	bool python;      /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 };
 extern struct mt_config mt_config;
 
@@ -302,6 +303,18 @@ static inline uint8_t *mt_put_bytes(uint8_t *p, const void *s, size_t n)
 
 MT_HIDDEN extern uint32_t mt_module_gen; /* modules.c: bumped when one is unloaded */
 
+/* python.c: Python frames of the allocating thread (docs/python.md). */
+struct mt_area;
+MT_HIDDEN extern bool mt_python_on;
+MT_HIDDEN void mt_python_detect(void);     /* init, and after a dlopen */
+MT_HIDDEN void mt_python_after_fork(void); /* fork child: code ids start afresh */
+/* Hot path: the frames into area->py and area->npy, mixed into *h; their number. */
+MT_HIDDEN int mt_python_walk(struct mt_area *area, uint64_t *h);
+/* Writes npy and the frames of area's last walk (room: (1 + 2 * npy) * MT_MAX_VARINT). */
+MT_HIDDEN uint8_t *mt_python_put_frames(uint8_t *q, const struct mt_area *area);
+/* munmap or mremap gives [addr, addr + len) back: its pages are no longer known readable. */
+MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
+
 /*
  * Per-thread scratch: the stack walker's last two walks and a small cache of
  * stack ids, so a hot stack costs no look-up in the shared table (whose
@@ -316,6 +329,8 @@ struct mt_area {
 		uint64_t hash;
 		uint64_t id;
 	} ids[MT_ID_CACHE];
+	int npy;                            /* python.c: the last walk's Python frames */
+	uint32_t py[2 * MT_MAX_PYFRAMES]; /* each code id << 1 | entry, lasti + 1 */
 };
 MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot be mapped */
 

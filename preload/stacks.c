@@ -161,11 +161,12 @@ void mt_stacks_stop(void)
 static void write_stack(uint32_t id, int n)
 {
 	void *f[MT_MAX_DEPTH];
+	int npy = mt_self.area->npy;
 	uint8_t *rec, *q;
 
 	mt_unwind_frames(f, n);
 	mt_modules_check(); /* any module a frame points into is described first */
-	rec = mt_room(16 + 2 * MT_MAX_VARINT + (size_t)n * MT_MAX_VARINT);
+	rec = mt_room(16 + 3 * MT_MAX_VARINT + (size_t)(n + 2 * npy) * MT_MAX_VARINT);
 	if (!rec)
 		return;
 	q = mt_put_varint(rec + 4, id);
@@ -176,6 +177,8 @@ static void write_stack(uint32_t id, int n)
 		uint64_t v = (uintptr_t)f[i];
 		q = mt_put_varint(q, i ? mt_zigzag((int64_t)(v - prev)) : v);
 	}
+	if (npy)
+		q = mt_python_put_frames(q, mt_self.area);
 	mt_commit_large(rec, MT_REC_STACK, q);
 }
 
@@ -313,6 +316,9 @@ uint32_t mt_stack_current(void)
 
 	if (MT_UNLIKELY(!area))
 		return 0; /* no scratch memory for this thread: no stack */
+	area->npy = 0;
+	if (MT_UNLIKELY(mt_python_on) && mt_python_walk(area, &h))
+		c = (unsigned)(h >> 32) % MT_ID_CACHE;
 	if (area->ids[c].hash == h)
 		return (uint32_t)area->ids[c].id;
 	id = lookup(h, n);
