@@ -49,11 +49,11 @@ struct mt_py_layout {
 #define MT_PY_FRAME_OWNED_BY_CSTACK 3
 
 /* Common to these versions: PyObject.ob_type, PyUnicode's length and state, PyBytes. */
-#define MT_PY_OB_TYPE        8
-#define MT_PY_STR_LENGTH     16
-#define MT_PY_STR_STATE      32
-#define MT_PY_BYTES_SIZE     16
-#define MT_PY_BYTES_DATA     32
+#define MT_PY_OB_TYPE    8
+#define MT_PY_STR_LENGTH 16
+#define MT_PY_STR_STATE  32
+#define MT_PY_BYTES_SIZE 16
+#define MT_PY_BYTES_DATA 32
 
 static const struct mt_py_layout mt_py_layouts[] = {
         {
@@ -117,7 +117,7 @@ static const struct mt_py_layout mt_py_layouts[] = {
                 .ts_frame = 72, /* PyThreadState.current_frame */
                 .cframe_current = -1,
                 .fr_previous = 8,
-                .fr_code = 0, /* f_executable */
+                .fr_code = 0,   /* f_executable */
                 .fr_instr = 56, /* instr_ptr */
                 .fr_entry = 70, /* owner */
                 .co_filename = 112,

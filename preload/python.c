@@ -143,7 +143,8 @@ void mt_python_forget(uintptr_t addr, size_t len)
 	if (last - first < 64) {
 		uint64_t mask = (1u << SET_BITS) - 1;
 		for (uint64_t page = first; page <= last; page++)
-			for (uint64_t i = mix64(page) & mask, n = 0; n < 64; i = (i + 1) & mask, n++) {
+			for (uint64_t i = mix64(page) & mask, n = 0; n < 64;
+			     i = (i + 1) & mask, n++) {
 				uint64_t k = atomic_load(&py.pages[i]);
 				if (!k)
 					break;
@@ -205,12 +206,14 @@ static size_t str_utf8(uintptr_t obj, uint8_t *buf, size_t cap)
 		else if (c < 0x800)
 			e[0] = (uint8_t)(0xc0 | c >> 6), e[1] = (uint8_t)(0x80 | (c & 0x3f)), n = 2;
 		else if (c < 0x10000)
-			e[0] = (uint8_t)(0xe0 | c >> 12), e[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)),
+			e[0] = (uint8_t)(0xe0 | c >> 12),
+			e[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)),
 			e[2] = (uint8_t)(0x80 | (c & 0x3f)), n = 3;
 		else
-			e[0] = (uint8_t)(0xf0 | (c >> 18 & 7)), e[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3f)),
-			e[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)), e[3] = (uint8_t)(0x80 | (c & 0x3f)),
-			n = 4;
+			e[0] = (uint8_t)(0xf0 | (c >> 18 & 7)),
+			e[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3f)),
+			e[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3f)),
+			e[3] = (uint8_t)(0x80 | (c & 0x3f)), n = 4;
 		if (out + n > cap)
 			break;
 		memcpy(buf + out, e, n);
@@ -273,7 +276,8 @@ static uint32_t code_id(uintptr_t code)
 	name = *(const uintptr_t *)(code + l->co_name);
 	table = *(const uintptr_t *)(code + l->co_linetable);
 	first_line = *(const int *)(code + l->co_firstlineno);
-	key = mix64(code ^ mix64(file ^ mix64(name ^ mix64(table ^ (uint64_t)(unsigned)first_line))));
+	key = mix64(code ^
+	            mix64(file ^ mix64(name ^ mix64(table ^ (uint64_t)(unsigned)first_line))));
 	key |= key ? 0 : 1;
 	for (uint64_t i = key & mask;; i = (i + 1) & mask) {
 		uint64_t k = atomic_load_explicit(&py.codes[i], memory_order_acquire);
@@ -281,7 +285,8 @@ static uint32_t code_id(uintptr_t code)
 			return (uint32_t)i + 1;
 		if (k)
 			continue;
-		if (atomic_fetch_add_explicit(&py.codes_used, 1, memory_order_relaxed) >= CODE_LIMIT) {
+		if (atomic_fetch_add_explicit(&py.codes_used, 1, memory_order_relaxed) >=
+		    CODE_LIMIT) {
 			table_full();
 			return 0;
 		}
@@ -324,7 +329,8 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 		next = *(const uintptr_t *)(frame + l->fr_previous);
 		if (l->entry == MT_PY_ENTRY_CSTACK &&
 		    *(const uint8_t *)(frame + l->fr_entry) == MT_PY_FRAME_OWNED_BY_CSTACK) {
-			/* the shim an activation starts with: the frame inside it is its outermost */
+			/* the shim an activation starts with: the frame inside it is its outermost
+			 */
 			if (n)
 				area->py[2 * (n - 1)] |= MT_PYFRAME_ENTRY;
 			frame = next;
@@ -343,11 +349,13 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 		} else {
 			uintptr_t instr = *(const uintptr_t *)(frame + l->fr_instr);
 			lasti = ((int64_t)instr - (int64_t)(code + l->co_code_adaptive)) / 2;
-			if (l->entry == MT_PY_ENTRY_IS_ENTRY && *(const uint8_t *)(frame + l->fr_entry))
+			if (l->entry == MT_PY_ENTRY_IS_ENTRY &&
+			    *(const uint8_t *)(frame + l->fr_entry))
 				entry = MT_PYFRAME_ENTRY;
 		}
 		area->py[2 * n] = id << 1 | entry;
-		area->py[2 * n + 1] = lasti < 0 || lasti > (int64_t)UINT32_MAX - 1 ? 0 : (uint32_t)lasti + 1;
+		area->py[2 * n + 1] =
+		        lasti < 0 || lasti > (int64_t)UINT32_MAX - 1 ? 0 : (uint32_t)lasti + 1;
 		*h = mix64(*h ^ ((uint64_t)area->py[2 * n] << 32 | area->py[2 * n + 1]));
 		n++;
 		frame = next;
@@ -447,7 +455,8 @@ void mt_python_detect(void)
 		char byte;
 		struct iovec local = {&byte, 1}, remote = {(void *)py.code_type, 1};
 		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1) {
-			mt_say("process_vm_readv is refused here (%s): Python frames cannot be read "
+			mt_say("process_vm_readv is refused here (%s): Python frames cannot be "
+			       "read "
 			       "safely; stacks are native only",
 			       strerror(errno));
 			return;
