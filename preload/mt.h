@@ -320,7 +320,9 @@ MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
  * stack ids, so a hot stack costs no look-up in the shared table (whose
  * slots are spread over megabytes: a cache and TLB miss each).
  */
-#define MT_ID_CACHE 1024
+#define MT_ID_CACHE      1024
+#define MT_PY_PAGE_CACHE 64
+#define MT_PY_CODE_CACHE 256
 struct mt_area {
 	struct mt_walk *walk; /* unwind.c */
 	bool in_fallback;     /* the last stack came from libunwind, into fallback */
@@ -329,8 +331,18 @@ struct mt_area {
 		uint64_t hash;
 		uint64_t id;
 	} ids[MT_ID_CACHE];
-	int npy;                            /* python.c: the last walk's Python frames */
-	uint32_t py[2 * MT_MAX_PYFRAMES]; /* each code id << 1 | entry, lasti + 1 */
+	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
+	int npy;
+	uint32_t py[2 * MT_MAX_PYFRAMES];
+	/* python.c: pages this thread knows readable (number + 2), as of py_pages_gen */
+	uint64_t py_pages_gen;
+	uint64_t py_pages[MT_PY_PAGE_CACHE];
+	/* python.c: code objects this thread met lately */
+	struct mt_py_code_cache {
+		uintptr_t code, file, name, table;
+		int first_line;
+		uint32_t id;
+	} py_codes[MT_PY_CODE_CACHE];
 };
 MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot be mapped */
 

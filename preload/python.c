@@ -67,6 +67,8 @@ static struct {
 	_Atomic unsigned pages_used;
 	_Atomic uint64_t *codes; /* keys; 0 free */
 	_Atomic unsigned codes_used;
+	_Atomic uint64_t
+	        forgets; /* munmap and mremap calls seen: the age of the threads' page caches */
 	_Atomic bool full_said;
 	bool tried_once;
 } py;
@@ -113,23 +115,39 @@ static void page_add(uint64_t page)
 	}
 }
 
-/* Can [addr, addr + n) be read without a fault? Learns its pages with process_vm_readv. */
+/*
+ * Can [addr, addr + n) be read without a fault? Asks this thread's small
+ * cache of pages (valid while no munmap or mremap came since: py.forgets
+ * counts them), then the shared set, then process_vm_readv, which learns
+ * the page. Without scratch memory (detection) the thread cache is skipped.
+ */
 static bool readable(uintptr_t addr, size_t n)
 {
+	struct mt_area *area = mt_self.area;
 	uint64_t first = addr >> PAGE_BITS, last = (addr + n - 1) >> PAGE_BITS;
+	uint64_t gen = atomic_load_explicit(&py.forgets, memory_order_acquire);
 
 	if (addr < 4096 || addr + n < addr)
 		return false;
+	if (area && area->py_pages_gen != gen) {
+		memset(area->py_pages, 0, sizeof(area->py_pages));
+		area->py_pages_gen = gen;
+	}
 	for (uint64_t page = first; page <= last; page++) {
+		uint64_t *mine = area ? &area->py_pages[page % MT_PY_PAGE_CACHE] : NULL;
 		char byte;
 		struct iovec local = {&byte, 1};
 		struct iovec remote = {(void *)(uintptr_t)(page << PAGE_BITS), 1};
 
-		if (page_known(page))
+		if (mine && *mine == page + 2)
 			continue;
-		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
-			return false;
-		page_add(page);
+		if (!page_known(page)) {
+			if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
+				return false;
+			page_add(page);
+		}
+		if (mine)
+			*mine = page + 2;
 	}
 	return true;
 }
@@ -140,6 +158,8 @@ void mt_python_forget(uintptr_t addr, size_t len)
 
 	if (!py.pages || !len)
 		return;
+	/* every thread's own cache is stale from now on; the shared set loses the pages */
+	atomic_fetch_add_explicit(&py.forgets, 1, memory_order_release);
 	if (last - first < 64) {
 		uint64_t mask = (1u << SET_BITS) - 1;
 		for (uint64_t page = first; page <= last; page++)
@@ -169,9 +189,14 @@ static uintptr_t load_ptr(uintptr_t at)
 
 /* ---- code objects ---- */
 
+/* obj is a code object whose fields python.c reads are readable. */
 static bool is_code(uintptr_t obj)
 {
-	return obj && load_ptr(obj + MT_PY_OB_TYPE) == py.code_type;
+	const struct mt_py_layout *l = py.l;
+	size_t span = l->co_code_adaptive > l->co_linetable ? l->co_code_adaptive : l->co_linetable;
+
+	return obj && readable(obj, span + sizeof(uintptr_t)) &&
+	       *(const uintptr_t *)(obj + MT_PY_OB_TYPE) == py.code_type;
 }
 
 /* A str object as UTF-8 into buf (at most cap bytes, whole characters); its length. */
@@ -222,9 +247,8 @@ static size_t str_utf8(uintptr_t obj, uint8_t *buf, size_t cap)
 	return out;
 }
 
-/* The PYCODE record of code object `code`, id `id`. */
-static void write_code(uint32_t id, uintptr_t code, uintptr_t file, uintptr_t name, uintptr_t table,
-                       int first_line)
+/* The PYCODE record of id `id`: a code object's file, name, line table and first line. */
+static void write_code(uint32_t id, uintptr_t file, uintptr_t name, uintptr_t table, int first_line)
 {
 	const struct mt_py_layout *l = py.l;
 	uint8_t fbuf[MT_PYCODE_MAX_NAME], nbuf[MT_PYCODE_MAX_NAME];
@@ -232,7 +256,6 @@ static void write_code(uint32_t id, uintptr_t code, uintptr_t file, uintptr_t na
 	size_t tsize = 0, tkept = 0;
 	uint8_t *rec, *q;
 
-	(void)code;
 	if (table && readable(table, MT_PY_BYTES_DATA)) {
 		ssize_t s = *(const ssize_t *)(table + MT_PY_BYTES_SIZE);
 		tsize = s > 0 ? (size_t)s : 0;
@@ -261,28 +284,31 @@ static void table_full(void)
 		       CODE_LIMIT);
 }
 
-/* The id of code object `code` (its type checked), claiming it and writing PYCODE if new. */
+/*
+ * The id of code object `code` (is_code said yes), claiming it and writing
+ * PYCODE if new.
+ */
 static uint32_t code_id(uintptr_t code)
 {
 	const struct mt_py_layout *l = py.l;
-	uint64_t mask = (1u << CODE_BITS) - 1, key;
-	uintptr_t file, name, table;
-	int first_line;
+	struct mt_py_code_cache *c = &mt_self.area->py_codes[(code >> 4) % MT_PY_CODE_CACHE];
+	uint64_t mask = (1u << CODE_BITS) - 1, key, i;
+	uintptr_t file = *(const uintptr_t *)(code + l->co_filename);
+	uintptr_t name = *(const uintptr_t *)(code + l->co_name);
+	uintptr_t table = *(const uintptr_t *)(code + l->co_linetable);
+	int first_line = *(const int *)(code + l->co_firstlineno);
 
-	if (!readable(code, (size_t)l->co_code_adaptive + 2) ||
-	    !readable(code, (size_t)l->co_linetable + sizeof(uintptr_t)))
-		return 0;
-	file = *(const uintptr_t *)(code + l->co_filename);
-	name = *(const uintptr_t *)(code + l->co_name);
-	table = *(const uintptr_t *)(code + l->co_linetable);
-	first_line = *(const int *)(code + l->co_firstlineno);
+	/* this thread met it lately: no hash, no probe of the shared table (megabytes wide) */
+	if (c->code == code && c->file == file && c->name == name && c->table == table &&
+	    c->first_line == first_line && c->id)
+		return c->id;
 	key = mix64(code ^
 	            mix64(file ^ mix64(name ^ mix64(table ^ (uint64_t)(unsigned)first_line))));
 	key |= key ? 0 : 1;
-	for (uint64_t i = key & mask;; i = (i + 1) & mask) {
+	for (i = key & mask;; i = (i + 1) & mask) {
 		uint64_t k = atomic_load_explicit(&py.codes[i], memory_order_acquire);
 		if (k == key)
-			return (uint32_t)i + 1;
+			break;
 		if (k)
 			continue;
 		if (atomic_fetch_add_explicit(&py.codes_used, 1, memory_order_relaxed) >=
@@ -291,13 +317,15 @@ static uint32_t code_id(uintptr_t code)
 			return 0;
 		}
 		if (atomic_compare_exchange_strong(&py.codes[i], &k, key)) {
-			write_code((uint32_t)i + 1, code, file, name, table, first_line);
-			return (uint32_t)i + 1;
+			write_code((uint32_t)i + 1, file, name, table, first_line);
+			break;
 		}
 		atomic_fetch_sub_explicit(&py.codes_used, 1, memory_order_relaxed);
 		if (k == key)
-			return (uint32_t)i + 1;
+			break;
 	}
+	*c = (struct mt_py_code_cache){code, file, name, table, first_line, (uint32_t)i + 1};
+	return c->id;
 }
 
 /* ---- the walk ---- */
@@ -306,6 +334,7 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 {
 	const struct mt_py_layout *l = py.l;
 	uintptr_t frame;
+	uint64_t fold = 0xcbf29ce484222325ull; /* the frames, FNV-1a-like; mixed once at the end */
 	size_t span = (size_t)(l->fr_instr > l->fr_previous ? l->fr_instr : l->fr_previous) + 8;
 	int n = 0;
 
@@ -356,11 +385,14 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 		area->py[2 * n] = id << 1 | entry;
 		area->py[2 * n + 1] =
 		        lasti < 0 || lasti > (int64_t)UINT32_MAX - 1 ? 0 : (uint32_t)lasti + 1;
-		*h = mix64(*h ^ ((uint64_t)area->py[2 * n] << 32 | area->py[2 * n + 1]));
+		fold = (fold ^ ((uint64_t)area->py[2 * n] << 32 | area->py[2 * n + 1])) *
+		       0x100000001b3ull;
 		n++;
 		frame = next;
 	}
 	area->npy = n;
+	if (n)
+		*h = mix64(*h ^ fold);
 	return n;
 }
 
@@ -486,4 +518,6 @@ void mt_python_after_fork(void)
 	mt_real.munmap((void *)py.codes, sizeof(uint64_t) << CODE_BITS);
 	py.codes = fresh;
 	atomic_store(&py.codes_used, 0);
+	if (mt_self.area) /* the forking thread's cache of the parent's ids */
+		memset(mt_self.area->py_codes, 0, sizeof(mt_self.area->py_codes));
 }
