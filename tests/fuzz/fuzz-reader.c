@@ -205,6 +205,10 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		mix(h, rec->u.stack.id ^ rec->u.stack.gen);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			mix(h, rec->u.stack.frames[i]);
+		mix(h, rec->u.stack.npy);
+		for (uint32_t i = 0; i < rec->u.stack.npy; i++)
+			mix(h, rec->u.stack.py[i].code ^ rec->u.stack.py[i].lasti ^
+			               rec->u.stack.py[i].entry);
 		break;
 	case MT_REC_ALLOC:
 		mix_str(h, mt_fn_name(rec->u.alloc.fn));
@@ -254,6 +258,13 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		break;
 	case MT_REC_MARK:
 		mix_name(h, rec->u.mark.label.data, rec->u.mark.label.len);
+		break;
+	case MT_REC_PYCODE:
+		mix(h, rec->u.pycode.id ^ rec->u.pycode.version ^ rec->u.pycode.first_line);
+		mix_name(h, rec->u.pycode.file.data, rec->u.pycode.file.len);
+		mix_name(h, rec->u.pycode.name.data, rec->u.pycode.name.len);
+		mix_bytes(h, rec->u.pycode.linetable.data, rec->u.pycode.linetable.len);
+		mix(h, rec->u.pycode.linetable_size);
 		break;
 	default:
 		break;
