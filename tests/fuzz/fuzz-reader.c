@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "pystacks.h"
 #include "reader.h"
 #include "replay.h"
 
@@ -308,6 +309,7 @@ struct ctx {
 
 static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 {
+	const struct mt_pyframe *py;
 	const uint64_t *frames;
 	uint32_t n, gen;
 
@@ -316,6 +318,17 @@ static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 	mix(&x->h, gen);
 	for (uint32_t i = 0; i < n; i++)
 		mix(&x->h, frames[i]);
+	check(mt_replay_pystack(x->r, instance, id, &py, &n) == 0);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mt_pycode *c = mt_replay_pycode(x->r, instance, py[i].code);
+		mix(&x->h, py[i].code ^ py[i].lasti ^ py[i].entry);
+		if (!c)
+			continue;
+		mix(&x->h, c->version ^ c->first_line ^ c->linetable_size);
+		mix_name_str(&x->h, c->file);
+		mix_name_str(&x->h, c->name);
+		mix_bytes(&x->h, c->linetable, c->linetable_len);
+	}
 }
 
 static int on_record(void *vctx, const struct mt_instance *in, const struct mt_record *rec)
