@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "pyframes.h"
 #include "pystacks.h"
 #include "reader.h"
 #include "replay.h"
@@ -328,6 +329,8 @@ static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 		mix_name_str(&x->h, c->file);
 		mix_name_str(&x->h, c->name);
 		mix_bytes(&x->h, c->linetable, c->linetable_len);
+		mix(&x->h, (uint64_t)mt_pyframe_line(c->version, (int64_t)c->first_line,
+		                                     c->linetable, c->linetable_len, py[i].lasti));
 	}
 }
 
