@@ -23,6 +23,8 @@
 
 #include "analysis.h"
 #include "map.h"
+#include "pyframes.h"
+#include "pystacks.h"
 
 /* munmap works in pages: the replay rounds lengths the same way. */
 #define PAGE_ROUND     4096u
@@ -673,12 +675,66 @@ static bool is_allocator(const struct mt_sym *s)
 	             !strncmp(f, "_Zna", 4));
 }
 
+/* The native frame of one interpreter activation: CPython's, or a compiler's clone of it. */
+static bool is_eval_frame(const struct mt_sym *s)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	return s->function && !strncmp(s->function, eval, sizeof(eval) - 1) &&
+	       (s->function[sizeof(eval) - 1] == 0 || s->function[sizeof(eval) - 1] == '.');
+}
+
+/*
+ * A Python frame as an ordinary one (docs/json-report.md): its code
+ * object's qualified name, file and line, module "python". A code object
+ * the trace does not describe (id 0: one the capture could not read) is
+ * "<unknown Python frame>".
+ */
+static struct mt_sym python_frame(const struct mt_analysis *a, uint32_t stack_instance,
+                                  const struct mt_pyframe *f)
+{
+	const struct mt_pycode *c = mt_replay_pycode(a->replay, stack_instance, f->code);
+	struct mt_sym s = {.function = "<unknown Python frame>", .module = "python"};
+	int64_t line;
+
+	if (!c)
+		return s;
+	line = mt_pyframe_line(c->version, (int64_t)c->first_line, c->linetable, c->linetable_len,
+	                       f->lasti);
+	s.function = c->name;
+	s.file = c->file;
+	s.line = line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
+	return s;
+}
+
+/*
+ * Python frames in place of an eval frame: those of one activation, from
+ * *next up to and including the next entry frame (all that are left when
+ * none is). Returns how many it wrote at out[*count].
+ */
+static unsigned python_activation(const struct mt_analysis *a, uint32_t stack_instance,
+                                  const struct mt_pyframe *py, uint32_t npy, uint32_t *next,
+                                  struct mt_sym *out, unsigned *count, unsigned max)
+{
+	unsigned wrote = 0;
+
+	while (*next < npy && *count < max) {
+		const struct mt_pyframe *f = &py[(*next)++];
+		out[(*count)++] = python_frame(a, stack_instance, f);
+		wrote++;
+		if (f->entry)
+			break;
+	}
+	return wrote;
+}
+
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        struct mt_sym *out, unsigned max)
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
+	const struct mt_pyframe *py = NULL;
 	const uint64_t *frames;
-	uint32_t n, gen;
+	uint32_t n, gen, npy = 0, next = 0;
 	unsigned count = 0;
 	bool leading = true;
 	struct mt_sym tmp[32];
@@ -686,6 +742,7 @@ int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 
 	if (!in || mt_replay_stack(a->replay, stack_instance, stack, &frames, &n, &gen) < 0)
 		return 0;
+	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
 	if (!a->sym && (r = mt_symbolizer_new(&a->sym)) < 0) {
 		a->sym = NULL;
 		return r;
@@ -703,8 +760,15 @@ int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 			if (leading && is_allocator(&tmp[j]))
 				continue;
 			leading = false;
+			/* the hybrid stack: an eval frame with no Python frames left stays */
+			if (is_eval_frame(&tmp[j]) &&
+			    python_activation(a, stack_instance, py, npy, &next, out, &count, max))
+				continue;
 			out[count++] = tmp[j];
 		}
 	}
+	/* a native stack cut short of the interpreter's outer activations: theirs go last */
+	while (next < npy && count < max)
+		out[count++] = python_frame(a, stack_instance, &py[next++]);
 	return (int)count;
 }

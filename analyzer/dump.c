@@ -154,6 +154,12 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		        rec->u.stack.gen, rec->u.stack.n);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			fprintf(f, " 0x%" PRIx64, rec->u.stack.frames[i]);
+		if (rec->u.stack.npy)
+			fprintf(f, " python %u", rec->u.stack.npy);
+		for (uint32_t i = 0; i < rec->u.stack.npy; i++)
+			fprintf(f, " [code %" PRIu64 " lasti %" PRIu64 "%s]",
+			        rec->u.stack.py[i].code, rec->u.stack.py[i].lasti,
+			        rec->u.stack.py[i].entry ? " entry" : "");
 		break;
 	case MT_REC_ALLOC:
 		fputc(' ', f);
@@ -223,6 +229,21 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 	case MT_REC_EXEC:
 		fputs(" path ", f);
 		put_string(f, rec->u.exec.path, false);
+		break;
+	case MT_REC_PYCODE:
+		fprintf(f,
+		        " id %" PRIu64 " version %" PRIu64 ".%" PRIu64 " first_line %" PRIu64
+		        " file ",
+		        rec->u.pycode.id, rec->u.pycode.version >> 8, rec->u.pycode.version & 0xff,
+		        rec->u.pycode.first_line);
+		put_string(f, rec->u.pycode.file, false);
+		fputs(" name ", f);
+		put_string(f, rec->u.pycode.name, false);
+		fprintf(f, " linetable %" PRIu64 " bytes ", rec->u.pycode.linetable_size);
+		for (uint32_t i = 0; i < rec->u.pycode.linetable.len; i++)
+			fprintf(f, "%02x", rec->u.pycode.linetable.data[i]);
+		if (!rec->u.pycode.linetable.len)
+			fputs("none", f);
 		break;
 	}
 	fputc('\n', f);

@@ -61,6 +61,7 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_LOST] = "LOST",
         [MT_REC_MARK] = "MARK",
         [MT_REC_EXEC] = "EXEC",
+        [MT_REC_PYCODE] = "PYCODE",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -579,6 +580,58 @@ static int bad_kind(struct mt_error *err, const struct mt_record *rec, uint64_t 
 	            mt_record_name(rec->type), (unsigned long long)kind);
 }
 
+static int bad_fields(struct mt_error *err, const struct mt_record *rec, const struct dec *d)
+{
+	return fail(err, -EBADMSG, rec->offset,
+	            "%s record: field %u is cut off by the record's length or is not a valid "
+	            "varint",
+	            record_names[rec->type], d->field + 1);
+}
+
+/* A STACK record's Python frames, after its native ones: a record that ends there has none. */
+static int python_frames(struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	uint64_t n;
+
+	rec->u.stack.npy = 0;
+	if (d->p == d->end)
+		return 0;
+	n = u(d);
+	if (!d->bad && n > MT_MAX_PYFRAMES)
+		return fail(err, -EBADMSG, rec->offset,
+		            "STACK record with %llu Python frames (at most %d)",
+		            (unsigned long long)n, MT_MAX_PYFRAMES);
+	rec->u.stack.npy = (uint32_t)n;
+	for (uint32_t i = 0; i < rec->u.stack.npy && !d->bad; i++) {
+		uint64_t code = u(d);
+		rec->u.stack.py[i].code = code >> 1;
+		rec->u.stack.py[i].entry = code & MT_PYFRAME_ENTRY;
+		rec->u.stack.py[i].lasti = u(d);
+	}
+	return d->bad ? bad_fields(err, rec, d) : 0;
+}
+
+static int pycode(struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	rec->u.pycode.id = u(d);
+	rec->u.pycode.version = u(d);
+	rec->u.pycode.first_line = u(d);
+	rec->u.pycode.file = bytes(d, MT_PYCODE_MAX_NAME);
+	rec->u.pycode.name = bytes(d, MT_PYCODE_MAX_NAME);
+	rec->u.pycode.linetable = bytes(d, MT_PYCODE_MAX_LINETABLE);
+	rec->u.pycode.linetable_size = u(d);
+	if (d->bad)
+		return bad_fields(err, rec, d);
+	if (rec->u.pycode.id == 0)
+		return fail(err, -EBADMSG, rec->offset, "PYCODE record with id 0");
+	if (rec->u.pycode.linetable_size < rec->u.pycode.linetable.len)
+		return fail(err, -EBADMSG, rec->offset,
+		            "PYCODE record whose line table of %llu bytes holds %u",
+		            (unsigned long long)rec->u.pycode.linetable_size,
+		            rec->u.pycode.linetable.len);
+	return 0;
+}
+
 static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
 {
 	uint64_t n;
@@ -635,7 +688,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		for (uint32_t i = 0; i < rec->u.stack.n && !d->bad; i++)
 			rec->u.stack.frames[i] =
 			        i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
-		break;
+		return d->bad ? bad_fields(err, rec, d) : python_frames(rec, d, err);
 	case MT_REC_ALLOC:
 		time_field(d, c);
 		rec->u.alloc.fn = u(d);
@@ -731,15 +784,12 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		time_field(d, c);
 		rec->u.exec.path = bytes(d, MT_MAX_STRING);
 		break;
+	case MT_REC_PYCODE:
+		return pycode(rec, d, err);
 	default:
 		return 0; /* unknown: skipped by its length */
 	}
-	if (d->bad)
-		return fail(err, -EBADMSG, rec->offset,
-		            "%s record: field %u is cut off by the record's length or is not a "
-		            "valid varint",
-		            record_names[rec->type], d->field + 1);
-	return 0;
+	return d->bad ? bad_fields(err, rec, d) : 0;
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);

@@ -69,7 +69,7 @@ struct mt_trace {
 	 * or inside a chunk): `missing` bytes are not there */
 	bool cut;
 	uint64_t missing;
-	bool live; /* writers of a running program hold the file (mt_reader_open only) */
+	bool live;           /* writers of a running program hold the file (mt_reader_open only) */
 	uint64_t damaged;    /* chunks that fail their checksum */
 	uint64_t damaged_at; /* the first one's offset */
 };
@@ -92,6 +92,13 @@ struct mt_chunk {
 struct mt_bytes {
 	const uint8_t *data;
 	uint32_t len;
+};
+
+/* A Python frame of a STACK record (docs/trace-format.md). */
+struct mt_pyframe {
+	uint64_t code;  /* the PYCODE record's id; 0: a code object that could not be read */
+	uint64_t lasti; /* as written: the current instruction's code unit + 1, 0 not started */
+	bool entry;     /* the outermost frame of one interpreter activation */
 };
 
 struct mt_segment {
@@ -125,6 +132,8 @@ struct mt_record {
 			uint64_t id, gen;
 			uint32_t n;
 			uint64_t frames[MT_MAX_DEPTH];
+			uint32_t npy; /* Python frames, innermost first; 0 when none */
+			struct mt_pyframe py[MT_MAX_PYFRAMES];
 		} stack;
 		struct {
 			uint64_t fn, addr, size, stack;
@@ -170,6 +179,12 @@ struct mt_record {
 		struct {
 			struct mt_bytes path; /* the program as the exec function was given it */
 		} exec;
+		struct {
+			uint64_t id, version, first_line; /* version: major << 8 | minor */
+			struct mt_bytes file, name;
+			struct mt_bytes linetable; /* what the record keeps of it */
+			uint64_t linetable_size;   /* the whole table's length */
+		} pycode;
 	} u;
 };
 

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "map.h"
+#include "pystacks.h"
 #include "replay.h"
 
 /* munmap and mremap work in pages; 4096 is the smallest page of the writer's machines. */
@@ -72,6 +73,7 @@ struct mt_instance_priv {
 	struct mt_map stacks; /* id -> struct stack_entry */
 	uint64_t *frames;
 	size_t nframes, frames_cap;
+	struct mt_pystacks py; /* code objects, and the Python frames of stacks that have some */
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
@@ -162,6 +164,7 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 		return NULL;
 	}
 	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
+	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
 	for (int k = 0; k < MT_KIND_COUNT; k++)
 		mt_map_init(&in->priv->stack_stats[k], sizeof(struct mt_stack_stats));
@@ -244,7 +247,7 @@ static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 	e->gen = (uint32_t)rec->u.stack.gen;
 	p->nframes += rec->u.stack.n;
 	in->stack_count++;
-	return 0;
+	return mt_pystacks_add_stack(&p->py, (uint32_t)rec->u.stack.id, rec);
 }
 
 static int add_module(struct mt_instance *in, const struct mt_record *rec)
@@ -362,6 +365,8 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 		return 0;
 	case MT_REC_STACK:
 		return add_stack(in, rec);
+	case MT_REC_PYCODE:
+		return mt_pystacks_add_code(&in->priv->py, rec);
 	case MT_REC_SAMPLE:
 		mt_clock_fit_add(&r->fit, rec->time, rec->u.sample.ns);
 		return 0;
@@ -1317,6 +1322,7 @@ void mt_replay_free(struct mt_replay *r)
 			continue;
 		mt_map_free(&p->stacks);
 		free(p->frames);
+		mt_pystacks_free(&p->py);
 		mt_map_free(&p->thread_index);
 		for (uint32_t t = 0; t < p->nthreads; t++)
 			free(p->threads[t].chunks);
@@ -1375,6 +1381,25 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 	if (gen)
 		*gen = e->gen;
 	return 0;
+}
+
+int mt_replay_pystack(const struct mt_replay *r, uint32_t instance, uint32_t id,
+                      const struct mt_pyframe **frames, uint32_t *n)
+{
+	const struct mt_instance *in = mt_replay_find_instance(r, instance);
+
+	if (!in || !mt_map_get(&in->priv->stacks, id))
+		return -ENOENT;
+	*n = mt_pystacks_frames(&in->priv->py, id, frames);
+	return 0;
+}
+
+const struct mt_pycode *mt_replay_pycode(const struct mt_replay *r, uint32_t instance,
+                                         uint64_t code)
+{
+	const struct mt_instance *in = mt_replay_find_instance(r, instance);
+
+	return in ? mt_pystacks_code(&in->priv->py, code) : NULL;
 }
 
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,

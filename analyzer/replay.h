@@ -3,7 +3,7 @@
  * Replay: turns a trace's records into per process instance figures.
  *
  * mt_replay_open() makes the first pass over every chunk and collects what
- * is not an event (PROCESS, MODULE, MODULE_GONE, STACK, EXIT) and which
+ * is not an event (PROCESS, MODULE, MODULE_GONE, STACK, PYCODE, EXIT) and which
  * chunks each thread wrote. mt_replay_run() then replays every instance in
  * time order: a k-way merge of its threads' chunk sequences, ties broken by
  * file offset, streamed chunk by chunk, through a table of live blocks.
@@ -139,7 +139,7 @@ struct mt_instance {
 	char *cmdline; /* arguments joined by spaces, for display */
 	enum mt_end end;
 	uint32_t exit_how, exit_status;
-	char *exec_path; /* ended by exec (see end): the program the EXEC record names */
+	char *exec_path;   /* ended by exec (see end): the program the EXEC record names */
 	uint64_t end_time; /* the EXIT record's time, or the last record's */
 	uint64_t records;  /* records of all kinds in this instance's chunks */
 	uint64_t events;   /* ALLOC .. MREMAP records */
@@ -261,6 +261,17 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 /* The frames of a stack of instance `instance`, innermost first; -ENOENT if unknown. */
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     const uint64_t **frames, uint32_t *n, uint32_t *gen);
+
+/*
+ * The Python frames of a stack, innermost first (*n 0 when it has none), and
+ * the code object they name (pystacks.h): NULL for an id the instance's
+ * PYCODE records do not describe. -ENOENT for an unknown stack.
+ */
+int mt_replay_pystack(const struct mt_replay *r, uint32_t instance, uint32_t id,
+                      const struct mt_pyframe **frames, uint32_t *n);
+struct mt_pycode;
+const struct mt_pycode *mt_replay_pycode(const struct mt_replay *r, uint32_t instance,
+                                         uint64_t code);
 
 /* The live blocks of an instance, during its instance_done callback only. */
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,

@@ -27,6 +27,8 @@
 #include <string.h>
 
 #include "escape.h"
+#include "pyframes.h"
+#include "pystacks.h"
 #include "reader.h"
 #include "replay.h"
 
@@ -205,6 +207,10 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		mix(h, rec->u.stack.id ^ rec->u.stack.gen);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			mix(h, rec->u.stack.frames[i]);
+		mix(h, rec->u.stack.npy);
+		for (uint32_t i = 0; i < rec->u.stack.npy; i++)
+			mix(h, rec->u.stack.py[i].code ^ rec->u.stack.py[i].lasti ^
+			               rec->u.stack.py[i].entry);
 		break;
 	case MT_REC_ALLOC:
 		mix_str(h, mt_fn_name(rec->u.alloc.fn));
@@ -255,6 +261,13 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 	case MT_REC_MARK:
 		mix_name(h, rec->u.mark.label.data, rec->u.mark.label.len);
 		break;
+	case MT_REC_PYCODE:
+		mix(h, rec->u.pycode.id ^ rec->u.pycode.version ^ rec->u.pycode.first_line);
+		mix_name(h, rec->u.pycode.file.data, rec->u.pycode.file.len);
+		mix_name(h, rec->u.pycode.name.data, rec->u.pycode.name.len);
+		mix_bytes(h, rec->u.pycode.linetable.data, rec->u.pycode.linetable.len);
+		mix(h, rec->u.pycode.linetable_size);
+		break;
 	default:
 		break;
 	}
@@ -297,6 +310,7 @@ struct ctx {
 
 static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 {
+	const struct mt_pyframe *py;
 	const uint64_t *frames;
 	uint32_t n, gen;
 
@@ -305,6 +319,19 @@ static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 	mix(&x->h, gen);
 	for (uint32_t i = 0; i < n; i++)
 		mix(&x->h, frames[i]);
+	check(mt_replay_pystack(x->r, instance, id, &py, &n) == 0);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mt_pycode *c = mt_replay_pycode(x->r, instance, py[i].code);
+		mix(&x->h, py[i].code ^ py[i].lasti ^ py[i].entry);
+		if (!c)
+			continue;
+		mix(&x->h, c->version ^ c->first_line ^ c->linetable_size);
+		mix_name_str(&x->h, c->file);
+		mix_name_str(&x->h, c->name);
+		mix_bytes(&x->h, c->linetable, c->linetable_len);
+		mix(&x->h, (uint64_t)mt_pyframe_line(c->version, (int64_t)c->first_line,
+		                                     c->linetable, c->linetable_len, py[i].lasti));
+	}
 }
 
 static int on_record(void *vctx, const struct mt_instance *in, const struct mt_record *rec)

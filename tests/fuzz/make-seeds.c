@@ -319,6 +319,44 @@ static void names(void)
 	save(&b, "names", b.size);
 }
 
+/*
+ * Python frames: two activations over two eval frames, a code id never
+ * described (0) and one described after the STACK naming it, lasti 0 (not
+ * started) and past its table; code objects of 3.10 and 3.12 whose names
+ * are Latin-1 and terminal escapes, and a line table cut short of its size.
+ */
+static void python(void)
+{
+	static const uint64_t native[] = {0x401100, 0x401200, 0x401300, 0x401400};
+	static const uint64_t py[] = {1 << 1, 2 << 1 | MT_PYFRAME_ENTRY, 3 << 1,
+	                              0 << 1 | MT_PYFRAME_ENTRY};
+	static const uint64_t lasti[] = {4, 0, 900, 1};
+	/* 3.10: (bytes, line) pairs; 3.12: a one-line-delta entry, a long entry, a no-location */
+	static const uint8_t t310[] = {0x06, 0x01, 0x08, 0x80, 0x0a, 0x02};
+	static const uint8_t t312[] = {0x80, 0x00, 0xd8, 0x04, 0x08, 0xf2,
+	                               0x06, 0x04, 0x10, 0x00, 0x05, 0xf8};
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 950, 950, 10);
+	tb_process(&b, 10, 950, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
+	module(&b, 11, 0x400000, "/usr/bin/python3");
+	tb_pycode(&b, 1, 0x30a, 7, "/opt/caf\xe9/m\x1b[8m.py", "f\n\x07", t310, sizeof(t310));
+	tb_stack_py(&b, 1, 4, native, 4, py, lasti);
+	tb_u(&b, 2);
+	tb_u(&b, 0x30c);
+	tb_u(&b, 40);
+	tb_str(&b, "<frozen runpy>", 14);
+	tb_str(&b, "Cls.<locals>.g\xff", 15);
+	tb_str(&b, t312, sizeof(t312));
+	tb_u(&b, 4000);
+	tb_end(&b, MT_REC_PYCODE);
+	tb_alloc(&b, 12, MT_FN_MALLOC, 0x10000, 64, 1);
+	tb_pycode(&b, 3, 0x30d, 1, "m.py", "<module>", t312, sizeof(t312));
+	tb_exit(&b, 13, MT_EXIT_MAIN_RETURN, 0);
+	save(&b, "python", b.size);
+}
+
 /* A trace cut inside its last chunk, and one that is only the file header. */
 static void cut(void)
 {
@@ -350,5 +388,6 @@ int main(int argc, char **argv)
 	cut();
 	cuda();
 	names();
+	python();
 	return failed;
 }

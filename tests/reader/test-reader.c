@@ -108,6 +108,7 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	tb_str(b, "epoch 3", 7);
 	off[MT_REC_MARK] = tb_end(b, MT_REC_MARK);
 	off[MT_REC_EXEC] = tb_exec(b, 5000160, "/bin/static prog");
+	off[MT_REC_PYCODE] = tb_pycode(b, 9, 0x30b, 12, "/lib/a.py", "Outer.run", "\x80\x00\xd8", 3);
 }
 
 static void test_every_type(void)
@@ -167,6 +168,7 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.stack.n, 4);
 			for (int i = 0; i < 4; i++)
 				CHECK_EQ(rec.u.stack.frames[i], frames[i]);
+			CHECK_EQ(rec.u.stack.npy, 0); /* a record that ends after its native frames */
 			break;
 		case MT_REC_ALLOC:
 			CHECK_EQ(rec.time, 5000040);
@@ -229,6 +231,18 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.mark.label.len, 7);
 			CHECK(!memcmp(rec.u.mark.label.data, "epoch 3", 7));
 			CHECK_EQ(rec.time, 5000150);
+			break;
+		case MT_REC_PYCODE:
+			CHECK_EQ(rec.u.pycode.id, 9);
+			CHECK_EQ(rec.u.pycode.version, 0x30b);
+			CHECK_EQ(rec.u.pycode.first_line, 12);
+			CHECK_EQ(rec.u.pycode.file.len, 9);
+			CHECK(!memcmp(rec.u.pycode.file.data, "/lib/a.py", 9));
+			CHECK_EQ(rec.u.pycode.name.len, 9);
+			CHECK(!memcmp(rec.u.pycode.name.data, "Outer.run", 9));
+			CHECK_EQ(rec.u.pycode.linetable.len, 3);
+			CHECK(!memcmp(rec.u.pycode.linetable.data, "\x80\x00\xd8", 3));
+			CHECK_EQ(rec.u.pycode.linetable_size, 3);
 			break;
 		case MT_REC_EXEC:
 			CHECK_EQ(rec.u.exec.path.len, 16);
@@ -515,6 +529,140 @@ static void test_corrupt_records(void)
 	tb_free_buf(&b);
 }
 
+/* Reads the one record of a chunk; returns mt_cursor_next's result. */
+static int read_one(struct tb *b, struct mt_record *rec, struct mt_error *err)
+{
+	struct mt_cursor c;
+	struct mt_trace t;
+	int r;
+
+	CHECK_EQ(mt_reader_open_memory(&t, b->buf, b->size, err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, err), 1);
+	r = mt_cursor_next(&c, rec, err);
+	mt_reader_close(&t);
+	tb_free_buf(b);
+	return r;
+}
+
+/*
+ * A STACK record's Python frames: decoded with their entry flags; 128 is
+ * the most; more, a cut frame, or a PYCODE record that breaks its own
+ * limits, is an error at the record's offset.
+ */
+static void test_python_frames(void)
+{
+	static const uint64_t py[] = { 5 << 1, 4 << 1 | MT_PYFRAME_ENTRY, 0 << 1 | MT_PYFRAME_ENTRY };
+	static const uint64_t lasti[] = { 13, 0, 1u << 20 };
+	static uint64_t many[MT_MAX_PYFRAMES + 1], many_lasti[MT_MAX_PYFRAMES + 1];
+	static struct mt_record rec;
+	struct mt_error err = { 0 };
+	char name[MT_PYCODE_MAX_NAME + 2];
+	static uint8_t table[MT_PYCODE_MAX_LINETABLE + 1];
+	size_t at;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_stack_py(&b, 3, 2, frames, 3, py, lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), 1);
+	CHECK_EQ(rec.u.stack.n, 2);
+	CHECK_EQ(rec.u.stack.frames[1], frames[1]);
+	CHECK_EQ(rec.u.stack.npy, 3);
+	CHECK_EQ(rec.u.stack.py[0].code, 5);
+	CHECK(!rec.u.stack.py[0].entry);
+	CHECK_EQ(rec.u.stack.py[0].lasti, 13);
+	CHECK_EQ(rec.u.stack.py[1].code, 4);
+	CHECK(rec.u.stack.py[1].entry);
+	CHECK_EQ(rec.u.stack.py[1].lasti, 0);
+	CHECK_EQ(rec.u.stack.py[2].code, 0);
+	CHECK(rec.u.stack.py[2].entry);
+	CHECK_EQ(rec.u.stack.py[2].lasti, 1u << 20);
+
+	/* a count of 0 written out: none */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_stack_py(&b, 3, 2, frames, 0, py, lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), 1);
+	CHECK_EQ(rec.u.stack.npy, 0);
+
+	for (unsigned i = 0; i <= MT_MAX_PYFRAMES; i++) {
+		many[i] = (uint64_t)(i + 1) << 1;
+		many_lasti[i] = i;
+	}
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_stack_py(&b, 3, 1, frames, MT_MAX_PYFRAMES, many, many_lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), 1);
+	CHECK_EQ(rec.u.stack.npy, MT_MAX_PYFRAMES);
+	CHECK_EQ(rec.u.stack.py[MT_MAX_PYFRAMES - 1].code, MT_MAX_PYFRAMES);
+	CHECK_EQ(rec.u.stack.py[MT_MAX_PYFRAMES - 1].lasti, MT_MAX_PYFRAMES - 1);
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_stack_py(&b, 3, 1, frames, MT_MAX_PYFRAMES + 1, many, many_lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK(strstr(err.message, "129 Python frames") != NULL);
+
+	/* a frame without its lasti */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_u(&b, 3);
+	tb_u(&b, 0);
+	tb_u(&b, 0);
+	tb_u(&b, 2);
+	tb_u(&b, 5 << 1);
+	tb_u(&b, 7);
+	tb_u(&b, 6 << 1);
+	at = tb_end(&b, MT_REC_STACK);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK(strstr(err.message, "STACK record: field 8 is cut off") != NULL);
+
+	/* PYCODE: id 0, a name or line table over its limit, a table longer than its whole */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pycode(&b, 0, 0x30a, 1, "a.py", "f", "", 0);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "PYCODE record with id 0");
+
+	memset(name, 'n', sizeof(name));
+	name[MT_PYCODE_MAX_NAME] = 0;
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_pycode(&b, 1, 0x30a, 1, name, name, "", 0);
+	CHECK_EQ(read_one(&b, &rec, &err), 1);
+	CHECK_EQ(rec.u.pycode.name.len, MT_PYCODE_MAX_NAME);
+	name[MT_PYCODE_MAX_NAME] = 'n';
+	name[MT_PYCODE_MAX_NAME + 1] = 0;
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pycode(&b, 1, 0x30a, 1, "a.py", name, "", 0);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+
+	tb_init(&b, 4 * CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pycode(&b, 1, 0x30a, 1, "a.py", "f", table, sizeof(table));
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_u(&b, 1);
+	tb_u(&b, 0x30c);
+	tb_u(&b, 1);
+	tb_str(&b, "a.py", 4);
+	tb_str(&b, "f", 1);
+	tb_str(&b, "abc", 3);
+	tb_u(&b, 2);
+	at = tb_end(&b, MT_REC_PYCODE);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "PYCODE record whose line table of 2 bytes holds 3");
+}
+
 /* Random damage to a valid trace: any outcome but a crash, a hang or a sanitizer report. */
 static void test_random_damage(void)
 {
@@ -590,6 +738,7 @@ int main(void)
 	test_header_errors();
 	test_zero_type_and_unused_chunks();
 	test_corrupt_records();
+	test_python_frames();
 	test_random_damage();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pystacks.h"
 #include "reader.h"
 #include "replay.h"
 #include "test-common.h"
@@ -399,6 +400,73 @@ static void test_exec_ends(void)
 	done(&run, &b);
 }
 
+/*
+ * Python frames per stack and code objects per instance: a PYCODE after the
+ * STACK naming it, a repeat of both (the first wins), a native-only stack,
+ * a code id no record describes, and another instance's code of the same id.
+ */
+static void test_python(void)
+{
+	static const uint64_t native[] = { 0x401000, 0x402000 };
+	static const uint64_t py[] = { 7 << 1, 8 << 1 | MT_PYFRAME_ENTRY };
+	static const uint64_t py2[] = { 9 << 1 };
+	static const uint64_t lasti[] = { 3, 0 };
+	const struct mt_pyframe *f;
+	const struct mt_pycode *c;
+	struct run run;
+	struct tb b;
+	uint32_t n;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_process(&b, 1000, 100, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
+	tb_stack_py(&b, 1, 2, native, 2, py, lasti);
+	tb_stack_py(&b, 1, 2, native, 1, py2, lasti);
+	tb_stack(&b, 2, 2, native);
+	tb_pycode(&b, 7, 0x30c, 41, "/app/m.py", "C.f", "\x80\x00", 2);
+	tb_pycode(&b, 7, 0x30a, 1, "/other.py", "g", "", 0);
+	tb_pycode(&b, 8, 0x30a, 3, "/app/main.py", "<module>", "", 0);
+	tb_alloc(&b, 1010, MT_FN_MALLOC, 0x1000, 10, 1);
+	tb_chunk(&b, 2, 200, 200, 1000);
+	tb_process(&b, 1000, 200, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
+	tb_pycode(&b, 8, 0x30d, 5, "/b.py", "h", "\x01", 1);
+	replay(&run, &b);
+
+	CHECK_EQ(mt_replay_pystack(run.r, 1, 1, &f, &n), 0);
+	CHECK_EQ(n, 2);
+	if (n == 2) {
+		CHECK_EQ(f[0].code, 7);
+		CHECK(!f[0].entry);
+		CHECK_EQ(f[0].lasti, 3);
+		CHECK_EQ(f[1].code, 8);
+		CHECK(f[1].entry);
+		CHECK_EQ(f[1].lasti, 0);
+	}
+	CHECK_EQ(mt_replay_pystack(run.r, 1, 2, &f, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(mt_replay_pystack(run.r, 1, 3, &f, &n), -ENOENT);
+	CHECK_EQ(mt_replay_pystack(run.r, 3, 1, &f, &n), -ENOENT);
+
+	c = mt_replay_pycode(run.r, 1, 7);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_EQ(c->version, 0x30c);
+		CHECK_EQ(c->first_line, 41);
+		CHECK_STR(c->file, "/app/m.py");
+		CHECK_STR(c->name, "C.f");
+		CHECK_EQ(c->linetable_len, 2);
+		CHECK_EQ(c->linetable[0], 0x80);
+		CHECK_EQ(c->linetable_size, 2);
+	}
+	c = mt_replay_pycode(run.r, 1, 8);
+	CHECK(c != NULL && !strcmp(c->name, "<module>"));
+	c = mt_replay_pycode(run.r, 2, 8);
+	CHECK(c != NULL && !strcmp(c->name, "h") && c->version == 0x30d);
+	CHECK(mt_replay_pycode(run.r, 1, 9) == NULL);
+	CHECK(mt_replay_pycode(run.r, 1, 0) == NULL);
+	done(&run, &b);
+}
+
 int main(void)
 {
 	test_realloc();
@@ -407,6 +475,7 @@ int main(void)
 	test_peak_stacks_and_fails();
 	test_merge_order();
 	test_exec_ends();
+	test_python();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;

@@ -126,14 +126,44 @@ size_t tb_process(struct tb *b, uint64_t t, uint32_t pid, uint32_t ppid, uint32_
 	return tb_end(b, MT_REC_PROCESS);
 }
 
-size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames)
+static void native_frames(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames)
 {
 	tb_u(b, id);
 	tb_u(b, 0);
 	tb_u(b, n);
 	for (uint32_t i = 0; i < n; i++)
 		tb_u(b, i == 0 ? frames[0] : mt_zigzag((int64_t)(frames[i] - frames[i - 1])));
+}
+
+size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames)
+{
+	native_frames(b, id, n, frames);
 	return tb_end(b, MT_REC_STACK);
+}
+
+size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint32_t npy,
+                   const uint64_t *py, const uint64_t *lasti)
+{
+	native_frames(b, id, n, frames);
+	tb_u(b, npy);
+	for (uint32_t i = 0; i < npy; i++) {
+		tb_u(b, py[i]);
+		tb_u(b, lasti[i]);
+	}
+	return tb_end(b, MT_REC_STACK);
+}
+
+size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_line, const char *file,
+                 const char *name, const void *linetable, size_t len)
+{
+	tb_u(b, id);
+	tb_u(b, version);
+	tb_u(b, first_line);
+	tb_str(b, file, strlen(file));
+	tb_str(b, name, strlen(name));
+	tb_str(b, linetable, len);
+	tb_u(b, len);
+	return tb_end(b, MT_REC_PYCODE);
 }
 
 size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size, uint32_t stack)

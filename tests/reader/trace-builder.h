@@ -22,7 +22,7 @@ struct tb {
 	size_t chunk;      /* offset of the chunk being written, 0 if none */
 	size_t pos;        /* next record's offset */
 	uint64_t time, addr;
-	uint8_t payload[8192];
+	uint8_t payload[16384];
 	size_t plen;
 };
 
@@ -43,6 +43,11 @@ size_t tb_end(struct tb *b, uint8_t type);
 size_t tb_process(struct tb *b, uint64_t t, uint32_t pid, uint32_t ppid, uint32_t origin,
 		  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len);
 size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames);
+/* A STACK with Python frames: py[i] is written as is (code id << 1 | entry), then lasti[i]. */
+size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint32_t npy,
+		   const uint64_t *py, const uint64_t *lasti);
+size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_line, const char *file,
+		 const char *name, const void *linetable, size_t len);
 size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size, uint32_t stack);
 size_t tb_free(struct tb *b, uint64_t t, uint64_t addr);
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,

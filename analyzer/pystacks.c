@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Python side of an instance's stacks (see pystacks.h). Frames of all
+ * stacks share one array, as replay.c keeps native frames; a stack with no
+ * Python frames takes no entry, so a native-only trace costs nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pystacks.h"
+
+struct py_stack {
+	uint64_t first; /* index into frames */
+	uint32_t n;
+};
+
+void mt_pystacks_init(struct mt_pystacks *p)
+{
+	memset(p, 0, sizeof(*p));
+	mt_map_init(&p->codes, sizeof(struct mt_pycode));
+	mt_map_init(&p->stacks, sizeof(struct py_stack));
+}
+
+static void code_free(struct mt_pycode *c)
+{
+	free(c->file);
+	free(c->name);
+	free(c->linetable);
+}
+
+void mt_pystacks_free(struct mt_pystacks *p)
+{
+	uint64_t key;
+	void *v;
+
+	for (size_t i = 0; mt_map_next(&p->codes, &i, &key, &v);)
+		code_free(v);
+	mt_map_free(&p->codes);
+	mt_map_free(&p->stacks);
+	free(p->frames);
+	memset(p, 0, sizeof(*p));
+}
+
+static char *dup_string(struct mt_bytes b)
+{
+	char *s = malloc((size_t)b.len + 1);
+
+	if (!s)
+		return NULL;
+	if (b.len)
+		memcpy(s, b.data, b.len);
+	s[b.len] = 0;
+	return s;
+}
+
+int mt_pystacks_add_code(struct mt_pystacks *p, const struct mt_record *rec)
+{
+	struct mt_pycode c = {
+	        .id = rec->u.pycode.id,
+	        .version = rec->u.pycode.version > UINT32_MAX ? 0 : (uint32_t)rec->u.pycode.version,
+	        .first_line = rec->u.pycode.first_line,
+	        .linetable_len = rec->u.pycode.linetable.len,
+	        .linetable_size = rec->u.pycode.linetable_size,
+	};
+	struct mt_pycode *slot;
+	bool created;
+
+	if (mt_map_get(&p->codes, c.id))
+		return 0;
+	c.file = dup_string(rec->u.pycode.file);
+	c.name = dup_string(rec->u.pycode.name);
+	c.linetable = malloc(c.linetable_len ? c.linetable_len : 1);
+	if (!c.file || !c.name || !c.linetable)
+		goto nomem;
+	if (c.linetable_len)
+		memcpy(c.linetable, rec->u.pycode.linetable.data, c.linetable_len);
+	slot = mt_map_put(&p->codes, c.id, &created);
+	if (!slot)
+		goto nomem;
+	*slot = c;
+	return 0;
+nomem:
+	code_free(&c);
+	return -ENOMEM;
+}
+
+int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_record *rec)
+{
+	uint32_t n = rec->u.stack.npy;
+	struct py_stack *s;
+	bool created;
+
+	if (!n)
+		return 0;
+	if (p->nframes + n > p->cap) {
+		size_t cap = p->cap ? p->cap : 256;
+		void *q;
+		while (cap < p->nframes + n)
+			cap *= 2;
+		q = realloc(p->frames, cap * sizeof(*p->frames));
+		if (!q)
+			return -ENOMEM;
+		p->frames = q;
+		p->cap = cap;
+	}
+	s = mt_map_put(&p->stacks, id, &created);
+	if (!s)
+		return -ENOMEM;
+	if (!created)
+		return 0;
+	memcpy(p->frames + p->nframes, rec->u.stack.py, n * sizeof(*p->frames));
+	s->first = p->nframes;
+	s->n = n;
+	p->nframes += n;
+	return 0;
+}
+
+const struct mt_pycode *mt_pystacks_code(const struct mt_pystacks *p, uint64_t id)
+{
+	return mt_map_get(&p->codes, id);
+}
+
+uint32_t mt_pystacks_frames(const struct mt_pystacks *p, uint32_t id,
+                            const struct mt_pyframe **frames)
+{
+	const struct py_stack *s = mt_map_get(&p->stacks, id);
+
+	*frames = s ? p->frames + s->first : NULL;
+	return s ? s->n : 0;
+}
