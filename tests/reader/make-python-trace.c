@@ -6,12 +6,13 @@
  * the native frames, and its own executable is the trace's module, so the
  * analyzer symbolizes them as it would a real python3's. Scenarios:
  *
- *   hybrid     native alloc_site, EVAL, call_native, EVAL, main; Python
- *              frames inner (code 1), middle (2, entry), 0 (unknown, entry)
+ *   hybrid     native alloc_site, EVAL, call_native, EVAL.cold (a clone),
+ *              main; Python inner (code 1), middle (2, entry), 0 (unknown,
+ *              entry)
  *   truncated  native alloc_site, EVAL; Python inner, middle (entry),
  *              outer (3, entry): outer is left over
- *   spare      native alloc_site, EVAL, call_native, EVAL, main; Python
- *              inner (entry): the outer EVAL has none left
+ *   spare      the hybrid's native frames; Python inner (entry): the outer
+ *              EVAL.cold has none left
  *   native     the hybrid's native frames, no Python frames, no PYCODE
  *   native-0   the same, written with a Python frame count of 0 and PYCODE
  *              records: its reports must be byte for byte native's
@@ -32,6 +33,8 @@
 int _PyEval_EvalFrameDefault(int x);
 int call_native(int x);
 int alloc_site(int x);
+/* a compiler's clone of the eval function (eval-clone.c) */
+int eval_clone(int x) __asm__("_PyEval_EvalFrameDefault.cold");
 
 __attribute__((noinline, used)) int _PyEval_EvalFrameDefault(int x)
 {
@@ -156,7 +159,7 @@ int main(int argc, char **argv)
 	native[0] = in((uint64_t)(uintptr_t)alloc_site);
 	native[1] = in((uint64_t)(uintptr_t)_PyEval_EvalFrameDefault);
 	native[2] = in((uint64_t)(uintptr_t)call_native);
-	native[3] = native[1];
+	native[3] = in((uint64_t)(uintptr_t)eval_clone);
 	native[4] = in((uint64_t)(uintptr_t)main);
 
 	tb_init(&b, 4096);
@@ -196,5 +199,7 @@ int main(int argc, char **argv)
 	if (!f || fwrite(b.buf, 1, b.size, f) != b.size || fclose(f))
 		return 1;
 	tb_free_buf(&b);
-	return alloc_site(0) + call_native(0) + _PyEval_EvalFrameDefault(0) == 6 ? 0 : 1;
+	return alloc_site(0) + call_native(0) + _PyEval_EvalFrameDefault(0) + eval_clone(0) == 10
+	               ? 0
+	               : 1;
 }

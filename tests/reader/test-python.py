@@ -86,7 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
     MIDDLE = py("Cls.middle", "/app/mid\x1b[8m.py", 25)
     UNKNOWN = py("<unknown Python frame>", None, 0)
     OUTER = py("<module>", "/app/outer.py", 32)
-    native = [("alloc_site", True), (EVAL, True), ("call_native", True), (EVAL, True),
+    native = [("alloc_site", True), (EVAL, True), ("call_native", True), (EVAL + ".cold", True),
               ("main", True)]
 
     got = frames(traces["hybrid"])
@@ -102,10 +102,22 @@ with tempfile.TemporaryDirectory() as tmp:
     got = frames(traces["spare"])
     check(got == [native[0], INNER] + native[2:], f"spare frames: {got}")
     got = folded(traces["spare"])
-    check(got == [f"main;{EVAL};call_native;inner;alloc_site 100"], f"spare flamegraph: {got}")
+    check(got == [f"main;{EVAL}.cold;call_native;inner;alloc_site 100"], f"spare flamegraph: {got}")
     report = run("report", traces["hybrid"])
     check("inner (inner.py:13)" in report and "Cls.middle (mid\\x1b[8m.py:25)" in report
           and "<unknown Python frame>" in report, f"report: {report}")
+
+    # check's suppressions see the Python frames: by name, file, or module "python"
+    for pattern, trace, status in (("^python$", "hybrid", 0), ("^python$", "native", 1),
+                                   ("Cls.middle", "hybrid", 0), ("outer.py", "truncated", 0),
+                                   ("outer.py", "hybrid", 1)):
+        sup = os.path.join(tmp, "sup")
+        with open(sup, "w") as f:
+            f.write(f"leak:{pattern}\n")
+        r = subprocess.run([MEMTRACE, "check", "--suppressions", sup, traces[trace]],
+                           capture_output=True)
+        check(r.returncode == status, f"check leak:{pattern} {trace}: exit {r.returncode} "
+              f"{r.stdout!r}")
 
     got = frames(traces["native"])
     check(got == native, f"native frames: {got}")
