@@ -226,6 +226,8 @@ void mt_modules_check(void)
 
 	if (!known)
 		return;
+	if (MT_UNLIKELY(mt_python_pending))
+		mt_python_detect();
 	dl_iterate_phdr(peek, &c);
 	if (c.adds == last_adds && c.subs == last_subs)
 		return;

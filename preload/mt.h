@@ -306,6 +306,8 @@ MT_HIDDEN extern uint32_t mt_module_gen; /* modules.c: bumped when one is unload
 /* python.c: Python frames of the allocating thread (docs/python.md). */
 struct mt_area;
 MT_HIDDEN extern bool mt_python_on;
+/* A libpython is loaded whose symbols were not found yet (its dlopen not done). */
+MT_HIDDEN extern bool mt_python_pending;
 MT_HIDDEN void mt_python_detect(void);     /* init, and after a dlopen */
 MT_HIDDEN void mt_python_after_fork(void); /* fork child: code ids start afresh */
 /* Hot path: the frames into area->py and area->npy, mixed into *h; their number. */

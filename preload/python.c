@@ -37,6 +37,7 @@
  * four functions resolved below, none of which allocates or locks.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@
 #define TOMBSTONE  1ull
 
 bool mt_python_on;
+bool mt_python_pending;
 
 static struct {
 	const struct mt_py_layout *l;
@@ -444,6 +446,18 @@ static void *map_table(unsigned bits)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* dl_iterate_phdr: sets mt_python_pending if a libpython3.X is loaded. */
+static int find_libpython(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *slash = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	(void)data;
+	if (!strncmp(slash ? slash + 1 : info->dlpi_name, "libpython3.", 11))
+		mt_python_pending = true;
+	return mt_python_pending;
+}
+
 void mt_python_detect(void)
 {
 	const char *(*get_version)(void);
@@ -456,8 +470,14 @@ void mt_python_detect(void)
 	 * dlopen can bring it, and mt_modules_check asks again) */
 	FIND(py.this_thread_state, "PyGILState_GetThisThreadState");
 	FIND(get_version, "Py_GetVersion");
-	if (!py.this_thread_state || !get_version)
+	if (!py.this_thread_state || !get_version) {
+		/* a libpython whose dlopen is not done (its constructors allocate): its
+		 * symbols become visible when dlopen returns, so look again then */
+		mt_python_pending = false;
+		dl_iterate_phdr(find_libpython, NULL);
 		return;
+	}
+	mt_python_pending = false;
 	py.tried_once = true;
 	if (sscanf(get_version(), "%u.%u", &major, &minor) != 2)
 		return;

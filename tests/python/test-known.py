@@ -8,7 +8,9 @@ every block and ends with os._exit(0). In `memtrace report --json`, each
 site's block must be the leak stack and a peak stack of exactly N + 1
 bytes, whose Python frames (module "python") are exactly that site's
 function, file and line and its callers' lines, innermost first.
-Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY"""
+A C program that loads libpython with dlopen and runs one line (embed.c)
+must see that line's frame too: the interpreter came after memtrace started.
+Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY EMBED"""
 import glob
 import json
 import os
@@ -17,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-MEMTRACE, PRELOAD, KNOWN = sys.argv[1:4]
+MEMTRACE, PRELOAD, KNOWN, EMBED = sys.argv[1:5]
 VERSIONS = [(3, 10), (3, 11), (3, 12), (3, 13)]
 
 with open(KNOWN) as f:
@@ -29,6 +31,19 @@ def interpreter(v):
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     found = sorted(glob.glob(os.path.join(root, "versions", "%d.%d.*" % v, "bin", "python%d.%d" % v)))
     return found[-1] if found else None
+
+
+def traced_report(label, argv, trace):
+    """The JSON report of argv run under the preload, or None (a failure said)."""
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE_OUTPUT=trace)
+    env.pop("MEMTRACE_TREE", None)
+    env.pop("PYTHONMALLOC", None)
+    r = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+    check(r.returncode == 0, f"{label}: {argv[0]} exits {r.returncode}: {r.stderr[-500:]!r}")
+    rep = subprocess.run([MEMTRACE, "report", "--json", "--top", "50", trace],
+                         capture_output=True, text=True, timeout=300)
+    check(rep.returncode == 0, f"{label}: report exits {rep.returncode}: {rep.stderr}")
+    return json.loads(rep.stdout)["processes"] if rep.returncode == 0 else None
 
 
 def expected(v):
@@ -72,7 +87,7 @@ def check(cond, what):
         print("FAIL " + what)
 
 
-def site(label, kind, size, frames, whole):
+def site(label, kind, size, frames, whole, file=KNOWN):
     """The block of `size` bytes: one leak stack and one peak stack, each of exactly that
     size, whose Python frames are `frames` (with whole), or begin with them (the callers
     beyond are checked once, by the nested site; a thread's and a worker's are the
@@ -85,7 +100,7 @@ def site(label, kind, size, frames, whole):
         py = python_frames(got[0])
         seen = py if whole else py[:len(frames)]
         check(seen == frames, f"{label}: {listing} Python frames {py}, expected {frames}")
-        check(files(got[0]).issuperset({KNOWN}) and (not whole or files(got[0]) == {KNOWN}),
+        check(files(got[0]).issuperset({file}) and (not whole or files(got[0]) == {file}),
               f"{label}: {listing} files {files(got[0])}")
         check(got[0]["blocks"] == 1, f"{label}: {listing} blocks {got[0]['blocks']}")
 
@@ -100,17 +115,9 @@ with tempfile.TemporaryDirectory() as tmp:
         for method in ("fork", "spawn"):
             label = "%d.%d %s" % (v + (method,))
             trace = os.path.join(tmp, label.replace(" ", "-") + ".bin")
-            env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE_OUTPUT=trace)
-            env.pop("MEMTRACE_TREE", None)
-            env.pop("PYTHONMALLOC", None)
-            r = subprocess.run([py, KNOWN, method], env=env, capture_output=True, timeout=120)
-            check(r.returncode == 0, f"{label}: known.py exits {r.returncode}: {r.stderr[-500:]!r}")
-            rep = subprocess.run([MEMTRACE, "report", "--json", "--top", "50", trace],
-                                 capture_output=True, text=True, timeout=300)
-            check(rep.returncode == 0, f"{label}: report exits {rep.returncode}: {rep.stderr}")
-            if rep.returncode:
+            procs = traced_report(label, [py, KNOWN, method], trace)
+            if procs is None:
                 continue
-            procs = json.loads(rep.stdout)["processes"]
             sites, worker = expected(v)
             root = [p for p in procs if p["origin"] == "root"]
             check(len(root) == 1, f"{label}: {len(root)} root processes")
@@ -123,6 +130,17 @@ with tempfile.TemporaryDirectory() as tmp:
             for p in workers:
                 site(f"{label} worker", p["memories"]["host"], worker[0], worker[1], False)
             checked += 1
+            print(f"{'ok' if not failed else 'after'} {label}")
+        libs = glob.glob(os.path.join(os.path.dirname(os.path.dirname(py)), "lib",
+                                      "libpython%d.%d.so.1.0" % v))
+        if not libs:
+            print("%d.%d: no libpython to embed, embedding not checked" % v)
+            continue
+        label = "%d.%d embedded" % v
+        procs = traced_report(label, [EMBED, libs[0]], os.path.join(tmp, "embed.bin"))
+        if procs is not None:
+            site(label, procs[0]["memories"]["host"], 7_000_001, [("<module>", 1)], True,
+                 "<string>")
             print(f"{'ok' if not failed else 'after'} {label}")
 if not checked:
     print("FAIL no CPython 3.10-3.13 here: nothing checked")
