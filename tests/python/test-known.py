@@ -10,6 +10,8 @@ bytes, whose Python frames (module "python") are exactly that site's
 function, file and line and its callers' lines, innermost first.
 A C program that loads libpython with dlopen and runs one line (embed.c)
 must see that line's frame too: the interpreter came after memtrace started.
+With MEMTRACE_PYTHON=0, and in a process without Python (git), the trace
+holds no PYCODE record and no Python frame.
 Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY EMBED"""
 import glob
 import json
@@ -142,6 +144,20 @@ with tempfile.TemporaryDirectory() as tmp:
             site(label, procs[0]["memories"]["host"], 7_000_001, [("<module>", 1)], True,
                  "<string>")
             print(f"{'ok' if not failed else 'after'} {label}")
+    # off, and not Python at all: nothing of the above in the trace
+    py = interpreter(VERSIONS[-1]) or sys.executable
+    for label, argv, extra in [("MEMTRACE_PYTHON=0", [py, KNOWN, "fork"], {"MEMTRACE_PYTHON": "0"}),
+                               ("git", ["git", "--version"], {})]:
+        trace = os.path.join(tmp, "plain.bin")
+        env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE_OUTPUT=trace, **extra)
+        env.pop("MEMTRACE_TREE", None)
+        r = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+        dump = subprocess.run([MEMTRACE, "dump", trace], capture_output=True, text=True)
+        check(r.returncode == 0 and dump.returncode == 0, f"{label}: {r.returncode} {dump.stderr}")
+        stacks = [line for line in dump.stdout.splitlines() if " STACK " in line]
+        check(stacks and "PYCODE" not in dump.stdout and not any(" python " in s for s in stacks),
+              f"{label}: {len(stacks)} stacks, Python records in the trace")
+        print(f"{'ok' if not failed else 'after'} {label}: {len(stacks)} stacks, none with Python frames")
 if not checked:
     print("FAIL no CPython 3.10-3.13 here: nothing checked")
     failed += 1
