@@ -203,9 +203,13 @@ static void print_stack_line(struct mt_sym *syms, int n, uint64_t bytes, uint64_
 	char size[32], frame[512];
 
 	mt_size_text(size, sizeof(size), bytes);
-	printf("  %s in %" PRIu64 " block%s:", size, blocks, blocks == 1 ? "" : "s");
-	if (n <= 0)
-		printf(" (no stack recorded)");
+	printf("  %s in %" PRIu64 " block%s", size, blocks, blocks == 1 ? "" : "s");
+	if (n > 0) {
+		mt_cmd_label_text(frame, sizeof(frame), syms, n);
+		printf(" by %s:", frame);
+	} else {
+		printf(": (no stack recorded)");
+	}
 	for (int i = 0; i < n && i < SHOW_FRAMES; i++) {
 		mt_cmd_frame_text(frame, sizeof(frame), &syms[i]);
 		printf("%s %s", i ? " <" : "", frame);
@@ -320,6 +324,8 @@ static void usage(FILE *f)
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
 	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
 	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
+	      "  A stack is named by its first frame outside allocation plumbing; add your own\n"
+	      "  plumbing as MEMTRACE_PLUMBING='PATTERN:PATTERN' (docs/labels.md).\n"
 	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read, or cannot\n"
 	      "  support a verdict (cut, still being written, tracing stopped, no process)\n",
 	      f);

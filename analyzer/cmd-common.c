@@ -22,6 +22,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "label.h"
 
 struct progress {
 	const char *file;
@@ -179,6 +180,64 @@ void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s)
 	} else {
 		snprintf(buf, n, "0x%" PRIx64, s->address);
 	}
+}
+
+int mt_cmd_label_frame(const struct mt_sym *syms, int count)
+{
+	return mt_label_frame(syms, count, getenv("MEMTRACE_PLUMBING"));
+}
+
+void mt_cmd_label_text(char *buf, size_t n, const struct mt_sym *syms, int count)
+{
+	int at = mt_cmd_label_frame(syms, count);
+	const struct mt_sym *s = &syms[at];
+	const char *fn = syms[0].function;
+	char num[48], where[64];
+	size_t len = 0, mark;
+
+	if (!n)
+		return;
+	if (!s->function) {
+		mt_cmd_frame_text(buf, n, s);
+		len = strlen(buf);
+	} else {
+		/* the name without its parameters: a label is read, the frames say the rest */
+		buf[0] = 0;
+		len = mt_escape(buf, n, s->function, mt_label_name_length(s->function),
+		                MT_ESCAPE_CONTROL);
+	}
+	/* an allocating frame without a name: its module and offset */
+	if (!fn && at) {
+		mt_cmd_frame_text(where, sizeof(where), &syms[0]);
+		fn = where;
+	}
+	mark = len;
+	put_raw(buf, n, &len, " (");
+	if (s->function && (s->file || s->module)) {
+		put_name(buf, n, &len, base_name(s->file ? s->file : s->module));
+		if (s->file) {
+			snprintf(num, sizeof(num), ":%" PRIu32, s->line);
+			put_raw(buf, n, &len, num);
+		}
+		if (at && fn)
+			put_raw(buf, n, &len, ", ");
+	}
+	/* the function that allocated, whole or not at all: a part of a name misleads */
+	if (at && fn &&
+	    len + mt_escape(NULL, 0, fn, mt_label_name_length(fn), MT_ESCAPE_CONTROL) +
+	                    sizeof("via )") <
+	            n) {
+		put_raw(buf, n, &len, "via ");
+		len += mt_escape(buf + len, n - len, fn, mt_label_name_length(fn),
+		                 MT_ESCAPE_CONTROL);
+	} else if (len >= 2 && buf[len - 2] == ',') {
+		len -= 2;
+	}
+	if (len == mark + 2 || len + 2 > n)
+		len = mark; /* nothing in the parentheses, or no room to close them */
+	else
+		put_raw(buf, n, &len, ")");
+	buf[len] = 0;
 }
 
 const char *mt_cmd_command(const struct mt_instance *in)

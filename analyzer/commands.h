@@ -44,6 +44,16 @@ void mt_put_text(FILE *f, const char *s);
 json_t *mt_json_text(const char *s);
 /* function (file.c:12), or module+0xoffset, or 0xaddress, names escaped for text */
 void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s);
+/*
+ * A stack's label (label.h) as text, for its count > 0 frames: the label
+ * frame as mt_cmd_frame_text writes it and, when frames were passed over,
+ * the function that allocated where the buffer has room for it:
+ * "step (train.c:42, via c10::alloc_cpu)". The user's plumbing patterns
+ * come from MEMTRACE_PLUMBING.
+ */
+void mt_cmd_label_text(char *buf, size_t n, const struct mt_sym *syms, int count);
+/* The index of the label frame among count > 0 frames, with the user's patterns. */
+int mt_cmd_label_frame(const struct mt_sym *syms, int count);
 /* The command line, or the executable when it is empty. */
 const char *mt_cmd_command(const struct mt_instance *in);
 /* "main returned", "exit()", "_exit()" or "status unknown". */

@@ -26,18 +26,18 @@ static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si,
 	return none;
 }
 
-/* "fn (file:line)" of a stack's first frame, the code that asked. */
-
 json_t *mt_json_u64(uint64_t v)
 {
 	/* jansson integers are signed 64-bit; larger sizes (an overflowed calloc) become reals */
 	return v > INT64_MAX ? json_real((double)v) : json_integer((json_int_t)v);
 }
 
-static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack)
+/* The frames of a stack, left in syms too (*n of them, <= 0 for none). */
+static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
+                           int *count)
 {
 	json_t *frames = json_array();
-	int n = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
+	int n = *count = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
 
 	for (int i = 0; i < n; i++) {
 		json_t *f = json_object();
@@ -57,6 +57,8 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
                           const struct mt_stack_row *row, uint64_t bytes, uint64_t blocks)
 {
 	json_t *o = json_object();
+	char label[1024];
+	int n;
 
 	json_object_set_new(o, "bytes", mt_json_u64(bytes));
 	json_object_set_new(o, "blocks", mt_json_u64(blocks));
@@ -64,7 +66,11 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "temporary", mt_json_u64(row->temporary));
 	json_object_set_new(o, "stack", json_integer(row->stack));
 	json_object_set_new(o, "stack_instance", json_integer(row->stack_instance));
-	json_object_set_new(o, "frames", frames_json(a, syms, row->stack_instance, row->stack));
+	json_object_set_new(o, "frames", frames_json(a, syms, row->stack_instance, row->stack, &n));
+	/* the label is text already escaped, as the report prints it */
+	if (n > 0)
+		mt_cmd_label_text(label, sizeof(label), syms, n);
+	json_object_set_new(o, "label", n > 0 ? json_string(label) : json_null());
 	return o;
 }
 

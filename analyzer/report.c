@@ -47,7 +47,19 @@ static bool kind_empty(const struct mt_kind_result *k)
 	       !k->stats.inherited_blocks && !k->stats.frees;
 }
 
-/* Rows sorted by m, with a value; the caller frees. */
+/* A stack's label (mt_cmd_label_text), the name the report knows it by. */
+static void stack_label(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
+                        char *buf, size_t n)
+{
+	int got = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
+
+	if (got <= 0)
+		snprintf(buf, n, "(no stack recorded)");
+	else
+		mt_cmd_label_text(buf, n, syms, got);
+}
+
+/* A stack's frames, innermost first, the first TEXT_FRAMES of them. */
 static void print_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
                          const char *indent)
 {
@@ -71,13 +83,15 @@ static void print_stacks(struct mt_analysis *a, struct mt_sym *syms, const struc
 {
 	size_t n;
 	struct mt_stack_row *rows = mt_cmd_ranked(k, m, &n);
-	char size[32];
+	char size[32], label[1024];
 
 	for (size_t i = 0; rows && i < n && i < top; i++) {
 		uint64_t bytes = m == MT_METRIC_PEAK ? rows[i].peak_bytes : rows[i].leaked_bytes;
 		uint64_t blocks = m == MT_METRIC_PEAK ? rows[i].peak_blocks : rows[i].leaked_blocks;
 		mt_size_text(size, sizeof(size), bytes);
-		printf("      %s in %" PRIu64 " block%s\n", size, blocks, blocks == 1 ? "" : "s");
+		stack_label(a, syms, rows[i].stack_instance, rows[i].stack, label, sizeof(label));
+		printf("      %s in %" PRIu64 " block%s by %s\n", size, blocks,
+		       blocks == 1 ? "" : "s", label);
 		print_frames(a, syms, rows[i].stack_instance, rows[i].stack, "        ");
 	}
 	if (rows && n > top)
@@ -189,18 +203,6 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 
 /* ---- diagnosis ---- */
 
-/* The row of a stack in a kind's result, for its allocation counts; a zero row if none. */
-static void top_frame(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
-                      char *buf, size_t n)
-{
-	int got = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
-
-	if (got <= 0)
-		snprintf(buf, n, "(no stack recorded)");
-	else
-		mt_cmd_frame_text(buf, n, &syms[0]);
-}
-
 static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const struct mt_growth *g,
                               const char *indent)
 {
@@ -208,7 +210,7 @@ static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const 
 
 	mt_size_text(b1, sizeof(b1), g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0);
 	mt_size_text(b2, sizeof(b2), g->bytes_per_second > 0 ? (uint64_t)g->bytes_per_second : 0);
-	top_frame(a, syms, g->stack_instance, g->stack, frame, sizeof(frame));
+	stack_label(a, syms, g->stack_instance, g->stack, frame, sizeof(frame));
 	printf("%sgrows", indent);
 	if (g->per_mark && g->bytes_per_mark > 0) {
 		mt_size_text(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
@@ -362,7 +364,10 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace report [--top N] [--json] FILE\n", f);
+	fputs("usage: memtrace report [--top N] [--json] FILE\n"
+	      "  A stack is named by its first frame outside allocation plumbing; add your own\n"
+	      "  plumbing as MEMTRACE_PLUMBING='PATTERN:PATTERN' (docs/labels.md).\n",
+	      f);
 }
 
 int mt_cmd_report(int argc, char **argv)

@@ -8,9 +8,10 @@
  * at each snapshot (timeline.h).
  *
  * What does not fit a page a person can attach to a bug report is cut, and
- * the cut is said in the data: a flame graph keeps its
- * MT_VIEW_FLAME_STACKS largest stacks and sums up the rest; the timelines
- * are MT_TIMELINE_BUCKETS intervals, each with its highest value.
+ * the cut is said in the data: a flame graph weighs every stack, and merges
+ * the nodes under 1/MT_VIEW_FLAME_MIN_SHARE of its total into one node per
+ * parent; the timelines are MT_TIMELINE_BUCKETS intervals, each with its
+ * highest value.
  *
  * May not: print, compute figures the analysis has.
  */
@@ -22,7 +23,9 @@
 #include "analysis.h"
 #include "timeline.h"
 
-#define MT_VIEW_FLAME_STACKS 2000
+/* A flame graph's nodes under 1/1000 of its total (0.1%) are merged per parent. */
+#define MT_VIEW_FLAME_MIN_SHARE 1000
+#define MT_VIEW_FLAME_MIN_TEXT  "0.1%"
 
 /* The page's data; NULL without memory. `top` is the report's stacks per list. */
 json_t *mt_view_data(struct mt_analysis *a, const struct mt_timeline *t, const char *file,

@@ -25,7 +25,10 @@ static void usage(FILE *f)
 {
 	fputs("usage: memtrace view [-o FILE.html] [--top N] FILE\n"
 	      "  writes one HTML page (FILE with .html for its ending by default; - for "
-	      "standard output)\n",
+	      "standard output)\n"
+	      "  MEMTRACE_PLUMBING='PATTERN:PATTERN': allocation wrappers of your own, passed "
+	      "over\n"
+	      "  when a stack is named (docs/labels.md)\n",
 	      f);
 }
 

@@ -67,7 +67,7 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 1, f"check exits {r.returncode}")
     check(r.stdout.splitlines() == [
         b"memtrace check: process 4242 (" + CMD + b"): host leaked 100 B in 1 block, more than 0 B",
-        b"  100 B in 1 block: " + FRAME,
+        b"  100 B in 1 block by " + FRAME + b": " + FRAME,
         b"memtrace check: FAILED (1 limit exceeded)"], f"check: {r.stdout}")
     r = outputs["check-ok"]
     check(r.returncode == 0, f"check --max-leaked 1K exits {r.returncode}")
@@ -87,7 +87,7 @@ KIND = {"allocations", "frees", "bytes_allocated", "temporary_allocations", "pea
         "peak_time_ns", "leaked_bytes", "leaked_blocks", "live_at_end_bytes", "live_at_end_blocks",
         "inherited_bytes", "inherited_blocks", "unknown_frees", "failed_allocations", "peak_stacks",
         "peak_stacks_total", "leak_stacks", "leak_stacks_total", "failures", "histogram"}
-STACK = {"bytes", "blocks", "allocations", "temporary", "stack", "stack_instance", "frames"}
+STACK = {"bytes", "blocks", "allocations", "temporary", "stack", "stack_instance", "frames", "label"}
 FRAME = {"function", "file", "line", "module", "address", "offset", "inlined"}
 
 
@@ -131,7 +131,7 @@ with tempfile.TemporaryDirectory() as d:
     failures = procs[0]["memories"]["host"]["failures"]
     check([f["stack"] for f in failures] == [
         {"bytes": 1 << 30, "blocks": 0, "allocations": 1, "temporary": 0, "stack": 1, "stack_instance": 1,
-         "frames": frames}], f"report --json failure stack: {failures}")
+         "frames": frames, "label": "libcaf\\xe9.so+0x100"}], f"report --json failure stack: {failures}")
     check([[(st["bytes"], st["blocks"], st["allocations"]) for st in f["top_stacks"]] for f in failures]
           == [[(100, 1, 1)]], f"report --json failure top_stacks: {failures}")
     r = run("dump", "--summary", "--json", trace)

@@ -4,7 +4,9 @@
 // tree of frames (data.nodes: node n is parent nodes[2n-2], frame label
 // data.frames[nodes[2n-1]]); this folds them into the nested
 // {name, value, blocks, children} d3-flame-graph draws. Values are totals:
-// a frame's value includes its callees'.
+// a frame's value includes its callees'. A flame graph's small frames come
+// merged into one "[N smaller, each under 0.1%]" node per caller; the live
+// set of a snapshot is its largest stacks and one box for the rest.
 import flamegraph, { tooltip } from 'd3-flame-graph';
 import { select } from 'd3-selection';
 import { el, exact, size, plural } from './format.js';
@@ -176,6 +178,11 @@ export function flamePanel(data, proc, report) {
         unit = 'allocations';
         heading.textContent = `${state.kind}, temporary allocations (freed before the thread's next one): ${exact(mem.temporary_allocations)}`;
       }
+    }
+    if (flameData.merged_nodes) {
+      const min = unit === 'bytes' ? size(flameData.min_value) : exact(flameData.min_value);
+      heading.append(el('span', { class: 'cut' },
+        ` — ${plural(flameData.merged_nodes, 'frame')} under ${min} (0.1%) merged, per caller, into one box each`));
     }
     if (flameData.cut_stacks) {
       heading.append(el('span', { class: 'cut' },

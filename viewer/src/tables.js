@@ -40,7 +40,7 @@ function stacksTable(title, stacks, total, allocations = true) {
         el('td', { class: 'n', 'data-bytes': s.bytes }, sizeExact(s.bytes)),
         el('td', { class: 'n' }, exact(s.blocks)),
         allocations && el('td', { class: 'n' }, exact(s.allocations)),
-        el('td', null, stackList(s.node)))))),
+        el('td', null, s.label ? el('p', { class: 'label' }, s.label) : null, stackList(s.node)))))),
     total > stacks.length ? el('p', { class: 'more' }, `… and ${plural(total - stacks.length, 'more stack')} (memtrace report --top N)`) : null);
 }
 
@@ -99,7 +99,7 @@ export function diagnosisSection(proc) {
   }
   const GROWTH_SHOWN = 3; // as the text report
   for (const g of d.growth.slice(0, GROWTH_SHOWN)) {
-    const top = framesOf(g.stack.node)[0] || '(no stack recorded)';
+    const top = g.stack.label || '(no stack recorded)';
     items.push(el('li', { class: 'warn' }, el('strong', null, 'Grows: '),
       g.bytes_per_mark != null && g.bytes_per_mark > 0 ? `${size(g.bytes_per_mark)} per mark, ` : '',
       `${size(Math.max(0, g.bytes_per_second))}/s, ${size(Math.max(0, g.grown_bytes))} in all (${g.kind}, fit r² ${g.r2.toFixed(2)}), by `,
