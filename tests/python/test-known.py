@@ -11,7 +11,9 @@ function, file and line and its callers' lines, innermost first.
 A C program that loads libpython with dlopen and runs one line (embed.c)
 must see that line's frame too: the interpreter came after memtrace started.
 With MEMTRACE_PYTHON=0, and in a process without Python (git), the trace
-holds no PYCODE record and no Python frame.
+holds no PYCODE record and no Python frame; under a CPython older than 3.10
+(pyenv's newest 3.x below it) memtrace says so in one line and the trace
+has no Python frame either.
 Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY EMBED"""
 import glob
 import json
@@ -146,14 +148,27 @@ with tempfile.TemporaryDirectory() as tmp:
             print(f"{'ok' if not failed else 'after'} {label}")
     # off, and not Python at all: nothing of the above in the trace
     py = interpreter(VERSIONS[-1]) or sys.executable
-    for label, argv, extra in [("MEMTRACE_PYTHON=0", [py, KNOWN, "fork"], {"MEMTRACE_PYTHON": "0"}),
-                               ("git", ["git", "--version"], {})]:
+    cases = [("MEMTRACE_PYTHON=0", [py, KNOWN, "fork"], {"MEMTRACE_PYTHON": "0"}),
+             ("git", ["git", "--version"], {})]
+    old = [p for v in [(3, 9), (3, 8), (3, 7)] for p in [interpreter(v)] if p]
+    if old:
+        cases.append(("unknown version", [old[0], KNOWN, "fork"], {}))
+    else:
+        print("no CPython 3.7-3.9 here: the unknown-version case is not checked")
+    for label, argv, extra in cases:
         trace = os.path.join(tmp, "plain.bin")
         env = dict(os.environ, LD_PRELOAD=PRELOAD, MEMTRACE_OUTPUT=trace, **extra)
         env.pop("MEMTRACE_TREE", None)
         r = subprocess.run(argv, env=env, capture_output=True, timeout=120)
         dump = subprocess.run([MEMTRACE, "dump", trace], capture_output=True, text=True)
         check(r.returncode == 0 and dump.returncode == 0, f"{label}: {r.returncode} {dump.stderr}")
+        said = [line for line in r.stderr.decode().splitlines() if line.startswith("memtrace:")]
+        if label == "unknown version":
+            version = os.path.basename(argv[0])[len("python"):]
+            check(said == [f"memtrace: Python {version}: memtrace reads the frames of 3.10 to 3.13 "
+                           "only; stacks are native only"], f"{label}: memtrace said {said}")
+        else:
+            check(said == [], f"{label}: memtrace said {said}")
         stacks = [line for line in dump.stdout.splitlines() if " STACK " in line]
         check(stacks and "PYCODE" not in dump.stdout and not any(" python " in s for s in stacks),
               f"{label}: {len(stacks)} stacks, Python records in the trace")
