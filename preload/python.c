@@ -48,12 +48,14 @@
 #include "mt.h"
 #include "python-layout.h"
 
-#define PAGE_BITS  12
-#define SET_BITS   15 /* known-readable pages: 32,768 slots */
-#define SET_LIMIT  ((1u << SET_BITS) / 4 * 3)
-#define CODE_BITS  18 /* code objects: 262,144 slots */
-#define CODE_LIMIT ((1u << CODE_BITS) / 4 * 3)
-#define TOMBSTONE  1ull
+#define PAGE_BITS    12
+#define SET_BITS     15 /* known-readable pages: 32,768 slots */
+#define SET_LIMIT    ((1u << SET_BITS) / 4 * 3)
+#define REGION_SHIFT 9  /* pages per region: 2 MiB */
+#define REGION_BITS  12 /* regions holding known pages: 4,096 slots */
+#define CODE_BITS    18 /* code objects: 262,144 slots */
+#define CODE_LIMIT   ((1u << CODE_BITS) / 4 * 3)
+#define TOMBSTONE    1ull
 
 bool mt_python_on;
 bool mt_python_pending;
@@ -65,7 +67,8 @@ static struct {
 	void *(*this_thread_state)(void);
 	int (*is_initialized)(void);
 	int (*is_finalizing)(void);
-	_Atomic uint64_t *pages; /* page number + 2; 0 free, TOMBSTONE gone */
+	_Atomic uint64_t *pages;   /* page number + 2; 0 free, TOMBSTONE gone */
+	_Atomic uint64_t *regions; /* region number + 2 of every page ever added */
 	_Atomic unsigned pages_used;
 	_Atomic uint64_t *codes; /* keys; 0 free */
 	_Atomic unsigned codes_used;
@@ -100,16 +103,31 @@ static bool page_known(uint64_t page)
 	return false;
 }
 
+/* Region r (2 MiB) holds a known page; the regions are as many as fit, then all "known". */
+static void region_add(uint64_t r)
+{
+	uint64_t mask = (1u << REGION_BITS) - 1;
+
+	for (uint64_t i = mix64(r) & mask, n = 0; n < 64; i = (i + 1) & mask, n++) {
+		uint64_t k = 0;
+		if (atomic_compare_exchange_strong(&py.regions[i], &k, r + 2) || k == r + 2)
+			return;
+	}
+}
+
 static void page_add(uint64_t page)
 {
 	uint64_t key = page + 2, mask = (1u << SET_BITS) - 1;
 
 	if (atomic_fetch_add_explicit(&py.pages_used, 1, memory_order_relaxed) >= SET_LIMIT) {
-		/* full (tombstones count): forget everything, learn again */
+		/* full (tombstones count): forget everything, learn again; the threads' caches
+		 * go too, as a later munmap of their pages would not find them here */
 		for (unsigned i = 0; i < (1u << SET_BITS); i++)
 			atomic_store_explicit(&py.pages[i], 0, memory_order_relaxed);
 		atomic_store(&py.pages_used, 1);
+		atomic_fetch_add_explicit(&py.forgets, 1, memory_order_release);
 	}
+	region_add(page >> REGION_SHIFT);
 	for (uint64_t i = mix64(page) & mask, n = 0; n < 64; i = (i + 1) & mask, n++) {
 		uint64_t k = 0;
 		if (atomic_compare_exchange_strong(&py.pages[i], &k, key) || k == key)
@@ -154,11 +172,34 @@ static bool readable(uintptr_t addr, size_t n)
 	return true;
 }
 
+/* Does the set hold a page of 2 MiB region r? Regions are never removed, only cleared. */
+static bool region_known(uint64_t r)
+{
+	uint64_t mask = (1u << REGION_BITS) - 1;
+
+	for (uint64_t i = mix64(r) & mask, n = 0; n < 64; i = (i + 1) & mask, n++) {
+		uint64_t k = atomic_load_explicit(&py.regions[i], memory_order_acquire);
+		if (k == r + 2)
+			return true;
+		if (!k)
+			return false;
+	}
+	return true; /* cannot tell: assume so */
+}
+
 void mt_python_forget(uintptr_t addr, size_t len)
 {
 	uint64_t first = addr >> PAGE_BITS, last = (addr + len - 1) >> PAGE_BITS;
+	bool known = false;
 
 	if (!py.pages || !len)
+		return;
+	/* most unmapped memory (freed tensors, big buffers) was never read here: nothing to do */
+	if ((last >> REGION_SHIFT) - (first >> REGION_SHIFT) > 64)
+		known = true;
+	for (uint64_t r = first >> REGION_SHIFT; !known && r <= last >> REGION_SHIFT; r++)
+		known = region_known(r);
+	if (!known)
 		return;
 	/* every thread's own cache is stale from now on; the shared set loses the pages */
 	atomic_fetch_add_explicit(&py.forgets, 1, memory_order_release);
@@ -497,8 +538,9 @@ void mt_python_detect(void)
 	if (!py.code_type || !py.is_initialized)
 		return;
 	py.pages = map_table(SET_BITS);
+	py.regions = map_table(REGION_BITS);
 	py.codes = map_table(CODE_BITS);
-	if (!py.pages || !py.codes) {
+	if (!py.pages || !py.regions || !py.codes) {
 		mt_say("cannot map the tables for Python frames; stacks are native only");
 		return;
 	}
