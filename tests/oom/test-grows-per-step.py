@@ -29,7 +29,9 @@ def test_growth_per_mark():
     check(top["kind"] == "host" and names(top["stack"], "keep_records"),
           f"the top growth is not keep_records': {functions(top['stack'])}")
     near("bytes_per_mark", top["bytes_per_mark"], MiB, 0.10)
-    check(top["r2"] > 0.95, f"the fit's r2 is {top['r2']}")
+    # each mark adds exactly 1 MiB: the fit per mark is exact (the fit over time depends on
+    # how the 20 ms sleeps fall on a loaded machine, and is not asserted)
+    check(abs(top["r2_per_mark"] - 1) < 1e-9, f"the fit per mark has r2 {top['r2_per_mark']}")
     # a step is 20 ms of sleep and a little work: at most 50 MiB/s, not less than 35
     check(35 * MiB <= top["bytes_per_second"] <= 52 * MiB, f"bytes_per_second {top['bytes_per_second']}")
     near("grown_bytes", top["grown_bytes"], STEPS * MiB, 0.10)
