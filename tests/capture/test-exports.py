@@ -10,7 +10,7 @@ INTERPOSED = {
     "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
     "mmap", "mmap64", "munmap", "mremap", "exit", "_exit", "_Exit", "__libc_start_main",
-    "close", "close_range", "closefrom", "dup2", "dup3", "pipe2",
+    "close", "close_range", "closefrom", "dup2", "dup3", "pipe2", "dlsym", "dlvsym",
     "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat",
     "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync",
     "cudaMallocManaged", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocHost", "cudaHostAlloc",
