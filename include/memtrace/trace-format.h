@@ -94,8 +94,8 @@ struct mt_chunk_header {
 };
 
 /*
- * Python frames in a STACK record (after the native frames): at most this
- * many, each written as (code id << 1 | MT_PYFRAME_ENTRY) and lasti + 1.
+ * Python frames of a PYSTACK record: at most this many, each written as
+ * (code id << 1 | MT_PYFRAME_ENTRY) and lasti + 1.
  */
 #define MT_MAX_PYFRAMES  128
 #define MT_PYFRAME_ENTRY 1u
@@ -122,7 +122,8 @@ enum mt_record_type {
 	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
 	MT_REC_MARK = 15,   /* memtrace_mark(): a point the program named */
 	MT_REC_EXEC = 16,   /* the process calls an exec function: it may become untraced */
-	MT_REC_PYCODE = 17, /* a Python code object that STACK records' Python frames name */
+	MT_REC_PYCODE = 17,  /* a Python code object that PYSTACK records' frames name */
+	MT_REC_PYSTACK = 18, /* an interned Python stack that STACK records name */
 	MT_REC_TYPE_COUNT
 };
 
