@@ -310,10 +310,9 @@ MT_HIDDEN extern bool mt_python_on;
 MT_HIDDEN extern bool mt_python_pending;
 MT_HIDDEN void mt_python_detect(void);     /* init, and after a dlopen */
 MT_HIDDEN void mt_python_after_fork(void); /* fork child: code ids start afresh */
-/* Hot path: the frames into area->py and area->npy, mixed into *h; their number. */
+/* Hot path: the frames into area->py and area->npy, their PYSTACK id into
+ * area->pystack (written if new), mixed into *h; their number. */
 MT_HIDDEN int mt_python_walk(struct mt_area *area, uint64_t *h);
-/* Writes npy and the frames of area's last walk (room: (1 + 2 * npy) * MT_MAX_VARINT). */
-MT_HIDDEN uint8_t *mt_python_put_frames(uint8_t *q, const struct mt_area *area);
 /* munmap or mremap gives [addr, addr + len) back: its pages are no longer known readable. */
 MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
 
@@ -336,6 +335,8 @@ struct mt_area {
 	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
 	int npy;
 	uint32_t py[2 * MT_MAX_PYFRAMES];
+	uint32_t pystack, py_last_id; /* its PYSTACK id; the last new one's, for py_last_key */
+	uint64_t py_last_key;
 	/* python.c: pages this thread knows readable (number + 2), as of py_pages_gen */
 	uint64_t py_pages_gen;
 	uint64_t py_pages[MT_PY_PAGE_CACHE];

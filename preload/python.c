@@ -48,22 +48,23 @@
 #include "mt.h"
 #include "python-layout.h"
 
-#define PAGE_BITS    12
-#define SET_BITS     15 /* known-readable pages: 32,768 slots */
-#define SET_LIMIT    ((1u << SET_BITS) / 4 * 3)
-#define REGION_SHIFT 9  /* pages per region: 2 MiB */
-#define REGION_BITS  12 /* regions holding known pages: 4,096 slots */
-#define CODE_BITS    18 /* code objects: 262,144 slots */
-#define CODE_LIMIT   ((1u << CODE_BITS) / 4 * 3)
-#define TOMBSTONE    1ull
+#define PAGE_BITS     12
+#define SET_BITS      15 /* known-readable pages: 32,768 slots */
+#define SET_LIMIT     ((1u << SET_BITS) / 4 * 3)
+#define REGION_SHIFT  9  /* pages per region: 2 MiB */
+#define REGION_BITS   12 /* regions holding known pages: 4,096 slots */
+#define CODE_BITS     18 /* code objects: 262,144 slots */
+#define PYSTACK_BITS  18 /* Python stacks: 262,144 slots */
+#define PYSTACK_LIMIT ((1u << PYSTACK_BITS) / 4 * 3)
+#define CODE_LIMIT    ((1u << CODE_BITS) / 4 * 3)
+#define TOMBSTONE     1ull
 
 bool mt_python_on;
 bool mt_python_pending;
 
 static struct {
 	const struct mt_py_layout *l;
-	struct mt_py_layout checked; /* 3.13: the table's, confirmed by _Py_DebugOffsets */
-	uintptr_t code_type;         /* &PyCode_Type */
+	uintptr_t code_type; /* &PyCode_Type */
 	void *(*this_thread_state)(void);
 	int (*is_initialized)(void);
 	int (*is_finalizing)(void);
@@ -72,8 +73,11 @@ static struct {
 	_Atomic unsigned pages_used;
 	_Atomic uint64_t *codes; /* keys; 0 free */
 	_Atomic unsigned codes_used;
-	_Atomic uint64_t
-	        forgets; /* munmap and mremap calls seen: the age of the threads' page caches */
+	_Atomic uint64_t *pystacks; /* keys; 0 free */
+	_Atomic unsigned pystacks_used;
+	_Atomic bool pystacks_full_said;
+	/* munmap and mremap calls seen: the age of the threads' page caches */
+	_Atomic uint64_t forgets;
 	_Atomic bool full_said;
 	bool tried_once;
 } py;
@@ -371,6 +375,64 @@ static uint32_t code_id(uintptr_t code)
 	return c->id;
 }
 
+/* ---- Python stacks ---- */
+
+/* The PYSTACK record of id `id`: the frames of area's walk. */
+static void write_pystack(uint32_t id, const struct mt_area *area)
+{
+	uint8_t *rec = mt_room(4 + (2 + 2 * (size_t)area->npy) * MT_MAX_VARINT), *q;
+
+	if (!rec)
+		return;
+	q = mt_put_varint(rec + 4, id);
+	q = mt_put_varint(q, (uint64_t)area->npy);
+	for (int i = 0; i < area->npy; i++) {
+		q = mt_put_varint(q, area->py[2 * i]);
+		q = mt_put_varint(q, area->py[2 * i + 1]);
+	}
+	mt_commit_large(rec, MT_REC_PYSTACK, q);
+}
+
+/*
+ * The id of the Python stack area's walk found, whose frames hash to key,
+ * interned like a code object (a slot of an open-addressing table of keys,
+ * claimed with one compare-and-swap; the claiming thread writes PYSTACK).
+ * Equal 64-bit keys of different stacks would share an id, as native ones do.
+ */
+static uint32_t pystack_id(struct mt_area *area, uint64_t key)
+{
+	uint64_t mask = (1u << PYSTACK_BITS) - 1, i;
+
+	if (area->py_last_key == key)
+		return area->py_last_id;
+	for (i = key & mask;; i = (i + 1) & mask) {
+		uint64_t k = atomic_load_explicit(&py.pystacks[i], memory_order_acquire);
+		if (k == key)
+			break;
+		if (k)
+			continue;
+		if (atomic_fetch_add_explicit(&py.pystacks_used, 1, memory_order_relaxed) >=
+		    PYSTACK_LIMIT) {
+			if (!atomic_exchange(&py.pystacks_full_said, true))
+				mt_say("more than %u distinct Python stacks; later ones are "
+				       "recorded "
+				       "without Python frames",
+				       PYSTACK_LIMIT);
+			return 0;
+		}
+		if (atomic_compare_exchange_strong(&py.pystacks[i], &k, key)) {
+			write_pystack((uint32_t)i + 1, area);
+			break;
+		}
+		atomic_fetch_sub_explicit(&py.pystacks_used, 1, memory_order_relaxed);
+		if (k == key)
+			break;
+	}
+	area->py_last_key = key;
+	area->py_last_id = (uint32_t)i + 1;
+	return area->py_last_id;
+}
+
 /* ---- the walk ---- */
 
 int mt_python_walk(struct mt_area *area, uint64_t *h)
@@ -434,19 +496,13 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 		frame = next;
 	}
 	area->npy = n;
-	if (n)
+	area->pystack = 0;
+	if (n) {
+		uint64_t key = mix64(fold);
+		area->pystack = pystack_id(area, key | (key ? 0 : 1));
 		*h = mix64(*h ^ fold);
-	return n;
-}
-
-uint8_t *mt_python_put_frames(uint8_t *q, const struct mt_area *area)
-{
-	q = mt_put_varint(q, (uint64_t)area->npy);
-	for (int i = 0; i < area->npy; i++) {
-		q = mt_put_varint(q, area->py[2 * i]);
-		q = mt_put_varint(q, area->py[2 * i + 1]);
 	}
-	return q;
+	return n;
 }
 
 /* ---- finding the interpreter ---- */
@@ -540,7 +596,8 @@ void mt_python_detect(void)
 	py.pages = map_table(SET_BITS);
 	py.regions = map_table(REGION_BITS);
 	py.codes = map_table(CODE_BITS);
-	if (!py.pages || !py.regions || !py.codes) {
+	py.pystacks = map_table(PYSTACK_BITS);
+	if (!py.pages || !py.regions || !py.codes || !py.pystacks) {
 		mt_say("cannot map the tables for Python frames; stacks are native only");
 		return;
 	}
@@ -566,20 +623,26 @@ void mt_python_detect(void)
 
 void mt_python_after_fork(void)
 {
-	void *fresh;
+	void *codes, *stacks;
 
 	if (!mt_python_on)
 		return;
-	/* a new instance: its code ids and PYCODE records start afresh; a new
-	 * mapping rather than a memset, which would make every page private */
-	fresh = map_table(CODE_BITS);
-	if (!fresh) {
+	/* a new instance: its ids and PYCODE and PYSTACK records start afresh; new
+	 * mappings rather than a memset, which would make every page private */
+	codes = map_table(CODE_BITS);
+	stacks = map_table(PYSTACK_BITS);
+	if (!codes || !stacks) {
 		mt_python_on = false;
 		return;
 	}
 	mt_real.munmap((void *)py.codes, sizeof(uint64_t) << CODE_BITS);
-	py.codes = fresh;
+	mt_real.munmap((void *)py.pystacks, sizeof(uint64_t) << PYSTACK_BITS);
+	py.codes = codes;
+	py.pystacks = stacks;
 	atomic_store(&py.codes_used, 0);
-	if (mt_self.area) /* the forking thread's cache of the parent's ids */
+	atomic_store(&py.pystacks_used, 0);
+	if (mt_self.area) { /* the forking thread's caches of the parent's ids */
 		memset(mt_self.area->py_codes, 0, sizeof(mt_self.area->py_codes));
+		mt_self.area->py_last_key = 0;
+	}
 }

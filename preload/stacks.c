@@ -188,12 +188,12 @@ void mt_stacks_stop(void)
 static void write_stack(uint32_t id, int n)
 {
 	void *f[MT_MAX_DEPTH];
-	int npy = mt_self.area->npy;
+	uint32_t pystack = mt_self.area->npy ? mt_self.area->pystack : 0;
 	uint8_t *rec, *q;
 
 	mt_unwind_frames(f, n);
 	mt_modules_check(); /* any module a frame points into is described first */
-	rec = mt_room(16 + 3 * MT_MAX_VARINT + (size_t)(n + 2 * npy) * MT_MAX_VARINT);
+	rec = mt_room(16 + 4 * MT_MAX_VARINT + (size_t)n * MT_MAX_VARINT);
 	if (!rec)
 		return;
 	q = mt_put_varint(rec + 4, id);
@@ -204,8 +204,8 @@ static void write_stack(uint32_t id, int n)
 		uint64_t v = (uintptr_t)f[i];
 		q = mt_put_varint(q, i ? mt_zigzag((int64_t)(v - prev)) : v);
 	}
-	if (npy)
-		q = mt_python_put_frames(q, mt_self.area);
+	if (pystack)
+		q = mt_put_varint(q, pystack);
 	mt_commit_large(rec, MT_REC_STACK, q);
 }
 
