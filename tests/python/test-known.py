@@ -14,6 +14,9 @@ With MEMTRACE_PYTHON=0, and in a process without Python (git), the trace
 holds no PYCODE record and no Python frame; under a CPython older than 3.10
 (pyenv's newest 3.x below it) memtrace says so in one line and the trace
 has no Python frame either.
+A torch DataLoader with two forked workers (dataloader.py, Debian's
+/usr/bin/python3 with torch) must show each item's block in the worker
+that loaded it, at the __getitem__ line.
 Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY EMBED"""
 import glob
 import json
@@ -146,6 +149,31 @@ with tempfile.TemporaryDirectory() as tmp:
             site(label, procs[0]["memories"]["host"], 7_000_001, [("<module>", 1)], True,
                  "<string>")
             print(f"{'ok' if not failed else 'after'} {label}")
+    # DataLoader workers: forked by torch, their blocks theirs
+    loader = os.path.join(os.path.dirname(KNOWN), "dataloader.py")
+    with open(loader) as f:
+        line = [n for n, text in enumerate(f, 1) if text.rstrip().endswith("# SITE getitem")][0]
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode:
+        print("no torch for /usr/bin/python3: the DataLoader case is not checked")
+    else:
+        procs = traced_report("dataloader", ["/usr/bin/python3", loader],
+                              os.path.join(tmp, "dataloader.bin"))
+        if procs is not None:
+            sizes = {}
+            for p in procs:
+                for item in range(4):
+                    size = 1_000_000 * (item + 1) + 1
+                    for s in find(p["memories"]["host"], "leak_stacks", size):
+                        sizes.setdefault(size, []).append((p["pid"], p["origin"],
+                                                           python_frames(s)[:1]))
+            want = [1_000_000 * (i + 1) + 1 for i in range(4)]
+            check(sorted(sizes) == want, f"dataloader: leaked sizes {sorted(sizes)}")
+            for size, where in sizes.items():
+                check(len(where) == 1 and where[0][1] == "fork" and
+                      where[0][2] == [("Items.__getitem__", line)],
+                      f"dataloader: the {size}-byte block: {where}")
+            print(f"{'ok' if not failed else 'after'} dataloader: 4 blocks in forked workers")
+
     # off, and not Python at all: nothing of the above in the trace
     py = interpreter(VERSIONS[-1]) or sys.executable
     cases = [("MEMTRACE_PYTHON=0", [py, KNOWN, "fork"], {"MEMTRACE_PYTHON": "0"}),
