@@ -394,6 +394,8 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 	}
 	/* a failed request is the headline: first, whatever follows */
 	mt_finding_allocation_failed(f, in, fit);
+	/* before the RSS findings: memory memtrace did not see explains part of their gap */
+	mt_finding_untraced_heap(f, in);
 	if (f->have)
 		rss_above_live(f, in, fit);
 	if (d->mem.samples) {

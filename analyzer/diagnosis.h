@@ -54,8 +54,9 @@ struct mt_memory_over_time {
 #define MT_FINDINGS_MAX 8
 
 struct mt_finding {
-	const char *name; /* "allocation-failed" (always first), "rss-above-live",
-	                     "heap-fragmented", "trimmable-top", "mmap-threshold-raised" */
+	const char *name; /* "allocation-failed" (always first), "untraced-heap",
+	                     "rss-above-live", "heap-fragmented", "trimmable-top",
+	                     "mmap-threshold-raised" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
 	char text[384];   /* what was seen */
 	char advice[640]; /* what to do */
@@ -137,6 +138,7 @@ struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *
 /* Findings in files of their own (finding-*.c), called by mt_diagnosis_finish. */
 void mt_finding_allocation_failed(struct mt_fragmentation *f, const struct mt_instance *in,
                                   const struct mt_clock_fit *fit);
+void mt_finding_untraced_heap(struct mt_fragmentation *f, const struct mt_instance *in);
 
 /* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB: sizes as every report prints them. */
 void mt_size_text(char *buf, size_t n, uint64_t bytes);
