@@ -93,6 +93,9 @@ function drawEvents(u, events, picked) {
   ctx.save();
   ctx.font = `${11 * dpr}px sans-serif`;
   ctx.textBaseline = 'top';
+  // uPlot leaves the alignment of the axis it drew last ('right' for the y
+  // axis): the positions below are of the labels' left ends
+  ctx.textAlign = 'left';
   // each label goes on the first row of its own where it does not run into
   // the one before; one that fits nowhere is left out (its line stays, and
   // the list under the chart has it)
