@@ -90,9 +90,9 @@ void mt_finding_allocation_failed(struct mt_fragmentation *f, const struct mt_in
 		         "more than the %s could ever give: a size or shape error? Check how the "
 		         "size was computed (a dimension too many or multiplied twice, a wider "
 		         "dtype than meant, a negative count turned unsigned)",
-		         device                         ? "device"
-		         : cg_max && cg_max < mem_total ? "cgroup"
-		                                        : "machine");
+		         device            ? "device"
+		         : limit == cg_max ? "cgroup"
+		                           : "machine");
 	else if (s && e->kind == MT_KIND_HOST && s->values[MT_SAMPLE_HEAP_FREE] >= e->size)
 		snprintf(x->advice, sizeof(x->advice),
 		         "the heap had that much free, but not in one piece, or the address space "
