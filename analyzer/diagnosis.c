@@ -201,10 +201,13 @@ static void summarize(struct mt_memory_over_time *mem, const struct mt_instance 
 			mem->cgroup_current_peak = v[MT_SAMPLE_CGROUP_CURRENT];
 		if (v[MT_SAMPLE_CGROUP_MAX])
 			mem->cgroup_max = v[MT_SAMPLE_CGROUP_MAX];
+		if (v[MT_SAMPLE_MEM_TOTAL])
+			mem->mem_total = v[MT_SAMPLE_MEM_TOTAL];
 	}
 }
 
-static struct mt_finding *finding(struct mt_fragmentation *f, const char *name, uint64_t figure)
+struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *name,
+                                        uint64_t figure)
 {
 	struct mt_finding *x;
 
@@ -228,7 +231,7 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 	/* a gap under a quarter of RSS is code, stacks and ordinary allocator slack */
 	if (f->rss_minus_live_peak < (int64_t)FINDING_GAP_MIN || g < f->rss / 4)
 		return;
-	if (!(x = finding(f, "rss-above-live", g)))
+	if (!(x = mt_diagnosis_finding(f, "rss-above-live", g)))
 		return;
 	mt_size_text(gap, sizeof(gap), g);
 	mt_size_text(rss, sizeof(rss), f->rss);
@@ -284,7 +287,8 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole
 	 * pages) */
 	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last &&
-	    inside >= mem->heap_arena_last / 4 && (x = finding(f, "heap-fragmented", inside))) {
+	    inside >= mem->heap_arena_last / 4 &&
+	    (x = mt_diagnosis_finding(f, "heap-fragmented", inside))) {
 		mt_size_text(a, sizeof(a), inside);
 		mt_size_text(b, sizeof(b), mem->heap_arena_last);
 		mt_size_text(c, sizeof(c), mem->heap_in_use_last);
@@ -303,7 +307,7 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 		         "fragment less");
 	}
 	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
-	    (x = finding(f, "trimmable-top", mem->heap_trimmable_last))) {
+	    (x = mt_diagnosis_finding(f, "trimmable-top", mem->heap_trimmable_last))) {
 		mt_size_text(a, sizeof(a), mem->heap_trimmable_last);
 		snprintf(x->text, sizeof(x->text),
 		         "at the end the top of the heap held %s free that glibc did not give back "
@@ -341,7 +345,7 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	    mmapped_max > base->values[MT_SAMPLE_HEAP_MMAPPED])
 		return;
 	grew = arena_max - base->values[MT_SAMPLE_HEAP_ARENA];
-	if (grew < MIB || !(x = finding(f, "mmap-threshold-raised", grew)))
+	if (grew < MIB || !(x = mt_diagnosis_finding(f, "mmap-threshold-raised", grew)))
 		return;
 	mt_size_text(t, sizeof(t), m->threshold);
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
@@ -388,6 +392,10 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 			f->trim_would_return = f->heap_trimmable;
 		}
 	}
+	/* a failed request is the headline: first, whatever follows */
+	mt_finding_allocation_failed(f, in, fit);
+	/* before the RSS findings: memory memtrace did not see explains part of their gap */
+	mt_finding_untraced_heap(f, in);
 	if (f->have)
 		rss_above_live(f, in, fit);
 	if (d->mem.samples) {

@@ -48,12 +48,14 @@ struct mt_memory_over_time {
 	uint64_t heap_arena_last, heap_in_use_last, heap_free_last, heap_trimmable_last,
 	        heap_mmapped_last;
 	uint64_t cgroup_current_peak, cgroup_max; /* cgroup_max: the last known limit, 0 none */
+	uint64_t mem_total; /* the machine's physical memory; 0 unknown (an older trace) */
 };
 
-#define MT_FINDINGS_MAX 6
+#define MT_FINDINGS_MAX 8
 
 struct mt_finding {
-	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top",
+	const char *name; /* "allocation-failed" (always first), "untraced-heap",
+	                     "rss-above-live", "heap-fragmented", "trimmable-top",
 	                     "mmap-threshold-raised" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
 	char text[384];   /* what was seen */
@@ -129,6 +131,14 @@ void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
+
+/* A new finding of f, NULL when there is no more room. */
+struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *name,
+                                        uint64_t figure);
+/* Findings in files of their own (finding-*.c), called by mt_diagnosis_finish. */
+void mt_finding_allocation_failed(struct mt_fragmentation *f, const struct mt_instance *in,
+                                  const struct mt_clock_fit *fit);
+void mt_finding_untraced_heap(struct mt_fragmentation *f, const struct mt_instance *in);
 
 /* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB: sizes as every report prints them. */
 void mt_size_text(char *buf, size_t n, uint64_t bytes);

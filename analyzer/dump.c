@@ -31,6 +31,7 @@ static const char *const sample_names[MT_SAMPLE_FIELD_COUNT] = {
         "heap_mmapped",
         "cgroup_current",
         "cgroup_max",
+        "mem_total",
 };
 
 static const char *origin_name(uint32_t origin)

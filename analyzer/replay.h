@@ -101,6 +101,7 @@ struct mt_module {
 struct mt_sample_point {
 	uint64_t time;                          /* ticks */
 	uint64_t live_host;                     /* live host bytes at that moment in the replay */
+	uint64_t live_host_blocks;              /* and the blocks that hold them */
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 

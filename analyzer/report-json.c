@@ -253,6 +253,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		SET(heap_mmapped_last);
 		SET(cgroup_current_peak);
 		SET(cgroup_max);
+		SET(mem_total);
 #undef SET
 		json_object_set_new(mo, "rss_peak_time_ns",
 		                    mt_json_u64(mt_analysis_since_start(a, in, m->rss_peak_time)));

@@ -227,9 +227,14 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 	const struct mt_memory_over_time *m = &d->mem;
 	char b1[32], b2[32], b3[32];
 
-	if (!d->ngrowth && !m->samples && !p->in->nmarks && !d->post_mortem.killed)
+	if (!d->ngrowth && !m->samples && !p->in->nmarks && !d->post_mortem.killed &&
+	    !d->frag.nfindings)
 		return;
 	printf("  diagnosis:\n");
+	/* the findings first: each is a cause with its figure and what to do */
+	for (uint32_t i = 0; i < d->frag.nfindings; i++)
+		printf("    %s: %s: %s\n", d->frag.findings[i].name, d->frag.findings[i].text,
+		       d->frag.findings[i].advice);
 	if (d->post_mortem.killed) {
 		const struct mt_post_mortem *pm = &d->post_mortem;
 		mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);
@@ -276,9 +281,6 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 		}
 		putchar('\n');
 	}
-	for (uint32_t i = 0; i < d->frag.nfindings; i++)
-		printf("    %s: %s: %s\n", d->frag.findings[i].name, d->frag.findings[i].text,
-		       d->frag.findings[i].advice);
 }
 
 static void print_text(struct mt_analysis *a, const char *file, unsigned top)

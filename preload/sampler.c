@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "mt.h"
@@ -51,6 +52,8 @@
 static _Atomic bool sampling; /* one sample at a time: buffers are static */
 static uint64_t smaps_every = 1, smaps_tick;
 static uint64_t last_pss, last_private_dirty;
+/* physical memory, read once per process: a failed request is weighed against it */
+static uint64_t mem_total;
 static pid_t files_pid;           /* the process whose /proc/self the slots read */
 static bool missing[MT_FD_SLOTS]; /* could not be opened: not tried again */
 static char cg_key[4096];         /* the cgroup lines the cgroup files were chosen by */
@@ -353,6 +356,7 @@ static void take_sample(bool fresh)
 	 * same instant (RSS, read microseconds apart, moves far more slowly) */
 	now = at > mt_self.time ? at : mt_now();
 	cgroup_memory(&v[MT_SAMPLE_CGROUP_CURRENT], &v[MT_SAMPLE_CGROUP_MAX]);
+	v[MT_SAMPLE_MEM_TOTAL] = mem_total;
 	rec = mt_room(8 + (MT_SAMPLE_FIELD_COUNT + 3) * MT_MAX_VARINT);
 	if (rec) {
 		q = mt_put_time(rec + 2, now);
@@ -406,6 +410,7 @@ static void *sampler(void *arg)
 void mt_sampler_start(void)
 {
 	uint64_t cg_current_now, cg_max_now;
+	struct sysinfo si;
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t th;
@@ -426,6 +431,9 @@ void mt_sampler_start(void)
 	heap_tick = 0;
 	if (!mt_config.interval_ms)
 		return;
+	/* sysinfo's totalram is the kernel's totalram_pages, which /proc/meminfo's
+	 * MemTotal prints in KiB: the same figure without parsing a file */
+	mem_total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
 	/* the files now, while this process has one thread (open_slot) */
 	files_for_this_process();
 	open_slot(MT_FD_STATM, "/proc/self/statm");

@@ -227,6 +227,7 @@ enum mt_sample_field {
 	MT_SAMPLE_HEAP_MMAPPED,   /* mallinfo2 hblkhd */
 	MT_SAMPLE_CGROUP_CURRENT, /* bytes; 0 when unknown */
 	MT_SAMPLE_CGROUP_MAX,     /* bytes; 0 when unknown or unlimited */
+	MT_SAMPLE_MEM_TOTAL,      /* bytes of physical memory (MemTotal); 0 when unknown */
 	MT_SAMPLE_FIELD_COUNT
 };
 

@@ -3,8 +3,9 @@
  * Unit tests of the diagnosis (analyzer/diagnosis.c through the whole
  * analysis) on synthetic traces, with exact figures: the growth fit per
  * mark and per second, the RSS-minus-live peak, the post-mortem of a killed
- * process, the heap figures before a failed allocation, glibc's raised mmap
- * threshold and the process tree's combined peak.
+ * process, the heap figures before a failed allocation and its finding,
+ * glibc's raised mmap threshold, the untraced-heap finding and the process
+ * tree's combined peak.
  *
  * `test-diagnosis DIR` also leaves the traces in DIR, for a look with
  * `memtrace report`.
@@ -201,8 +202,57 @@ static void test_post_mortem(void)
 			CHECK_EQ(h->fails[0].heap_free_before, 1638 * MiB);
 			CHECK_EQ(h->fails[0].rss_before, 500 * MiB);
 		}
+		/* the failure leads the findings, its figure the size asked; above the
+		 * cgroup's limit (no physical memory known here) it is called a size error */
+		CHECK(d->frag.nfindings >= 1);
+		if (d->frag.nfindings) {
+			CHECK(!strcmp(d->frag.findings[0].name, "allocation-failed"));
+			CHECK_EQ(d->frag.findings[0].figure, 1536 * MiB);
+			CHECK(strstr(d->frag.findings[0].text, "its cgroup allows 512 MiB") != NULL);
+			CHECK(strstr(d->frag.findings[0].advice, "more than the cgroup") != NULL);
+		}
 	}
 	mt_analysis_free(a);
+}
+
+/*
+ * glibc's in-use bytes at the last sample against the traced live heap:
+ * 1,000 blocks of 1 KiB traced. 100 MiB in use is untraced-heap with the
+ * difference as its figure; the blocks' own chunks (32 bytes more each) are
+ * not.
+ */
+static void test_untraced_heap(void)
+{
+	const uint64_t live = 1000 * KiB;
+
+	for (int untraced = 0; untraced < 2; untraced++) {
+		uint64_t in_use = untraced ? 100 * MiB : live + 1000 * 32;
+		struct mt_analysis *a;
+		const char *found = NULL;
+		uint64_t figure = 0;
+		struct tb b;
+
+		tb_init(&b, CHUNK);
+		tb_chunk(&b, 1, 300, 300, 1 * MS);
+		tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/u", "u", 1);
+		for (int i = 0; i < 1000; i++)
+			tb_alloc(&b, 2 * MS + (uint64_t)i, MT_FN_MALLOC, 0x100000 + (uint64_t)i * 0x1000, KiB, 1);
+		tb_exit(&b, 10 * MS, MT_EXIT_EXIT, 0);
+		tb_chunk(&b, 1, 300, 301, 1 * MS);
+		sample(&b, 5 * MS, 200 * MiB, 0, 0, 0, in_use - 4096, 0, 0, 4096, 0, 0);
+		a = analyze(&b, untraced ? "untraced" : "traced");
+		if (!a)
+			return;
+		for (uint32_t i = 0; i < a->procs[0].diag.frag.nfindings; i++)
+			if (!strcmp(a->procs[0].diag.frag.findings[i].name, "untraced-heap")) {
+				found = a->procs[0].diag.frag.findings[i].name;
+				figure = a->procs[0].diag.frag.findings[i].figure;
+			}
+		CHECK_EQ(found != NULL, untraced == 1);
+		if (untraced)
+			CHECK_EQ(figure, 100 * MiB - live);
+		mt_analysis_free(a);
+	}
 }
 
 /*
@@ -297,6 +347,7 @@ int main(int argc, char **argv)
 	test_growth_and_rss();
 	test_post_mortem();
 	test_mmap_threshold();
+	test_untraced_heap();
 	test_tree();
 	if (test_failures)
 		fprintf(stderr, "%d check(s) failed\n", test_failures);

@@ -12,6 +12,9 @@
 //   post-mortem PROGRAM    samples/cgroup-oom killed by the OOM killer in a 64 MiB cgroup
 //   many-stacks PROGRAM    tests/viewer/programs/many-stacks: small stacks merged per caller
 //   three-callers PROGRAM  tests/viewer/programs/three-callers: 5,000 small stacks, 3 callers
+//   worker PROGRAM         samples/worker-pool: a forked worker's copy-on-write drawn, Pss in the header
+//   marks PROGRAM          samples/grows-per-step with 100 steps: 100 mark labels legible
+//   failure PROGRAM        samples/big-request: allocation-failed first, with its figure
 // Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
 // node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -38,6 +41,15 @@ function check(ok, what) {
 }
 
 const exact = (n) => n.toLocaleString('en-US');
+// the page's sizes (viewer/src/format.js), for figures the page must show as the report's
+const size = (n) => {
+  const units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  if (n < 1024) return `${n} B`;
+  let v = n;
+  let u = -1;
+  while (v >= 1024 && u < 5) { v /= 1024; u++; }
+  return `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[u]}`;
+};
 const MIB = 1 << 20;
 
 // Runs argv under memtrace, writes its page; the report and the page's path.
@@ -373,9 +385,105 @@ async function threeCallers(browser, dir) {
   await page.close();
 }
 
-const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers };
+// The legend entries of the open panel: [label, drawn].
+async function legendOf(page, panel) {
+  return page.locator(`${panel} .u-legend .u-series`).evaluateAll((els) =>
+    els.map((e) => [e.textContent, !e.classList.contains('u-off')]));
+}
+
+// A forked worker's copy-on-write growth is drawn: Private_Dirty and Pss are series shown
+// from the start, and the header gives the tree's combined Pss.
+async function worker(browser, dir) {
+  const { report, html, data } = traceAndView(dir, 'worker-pool', [programs[0], '4']);
+  const wi = report.processes.findIndex((p) => p.origin === 'fork');
+  check(wi > 0, 'no forked worker in the report');
+  const w = report.processes[wi];
+  const pd = data.processes[wi].samples && data.processes[wi].samples.private_dirty;
+  check(pd && pd.length, 'the page carries no Private_Dirty series for the worker');
+  const grew = pd ? Math.max(...pd) - pd[0] : 0;
+  check(Math.abs(grew - 16 * MIB) <= 0.1 * 16 * MIB, `the worker's Private_Dirty series grows by ${grew}, not 16 MiB`);
+  const { page, errors } = await open(browser, html);
+  const summary = await text(page, '#summary');
+  check(summary.includes(`Pss ${size(report.tree.combined_pss_peak)}`),
+    `the header "${summary}" does not give the combined Pss ${report.tree.combined_pss_peak}`);
+  const panel = `details.process[data-instance="${w.instance}"]`;
+  await page.locator(`${panel} > summary`).click();
+  await page.locator(`${panel} .u-legend`).waitFor();
+  const legend = await legendOf(page, panel);
+  for (const name of ['Private_Dirty', 'Pss'])
+    check(legend.some(([l, on]) => l.includes(name) && on), `${name} is not drawn for the worker: ${JSON.stringify(legend)}`);
+  const diag = await text(page, `${panel} .diagnosis`);
+  check(diag.includes('Copy-on-write'), `the worker's diagnosis does not tell the copy-on-write: "${diag}"`);
+  await page.locator(`${panel} .timeline`).screenshot({ path: join(SHOTS, 'worker.png') });
+  await page.screenshot({ path: join(SHOTS, 'worker-page.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+// 100 marks: labels that do not overlap, and lines thinned so that they do not fill the chart.
+async function marks(browser, dir) {
+  const STEPS = 100;
+  const { report, html } = traceAndView(dir, 'grows-100', [programs[0], String(STEPS)]);
+  check(report.processes[0].diagnosis.marks.length === STEPS, `${report.processes[0].diagnosis.marks.length} marks, not ${STEPS}`);
+  const { page, errors } = await open(browser, html);
+  const chart = page.locator('.process[open] .timeline-chart .uplot').first();
+  const drawn = JSON.parse(await chart.getAttribute('data-events-drawn'));
+  const boxes = drawn.labels;
+  for (let i = 0; i < boxes.length; i++)
+    for (let j = i + 1; j < boxes.length; j++) {
+      const [a, b] = [boxes[i], boxes[j]];
+      const apart = a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+      check(apart, `labels "${a.text}" and "${b.text}" overlap`);
+    }
+  check(boxes.filter((b) => b.what === 'mark').length >= 5, `only ${boxes.length} labels drawn of ${STEPS} marks`);
+  // lines at least 8 CSS pixels apart: the rest of the marks are ticks at the foot
+  check(drawn.markLines <= drawn.width / 8, `${drawn.markLines} full mark lines on ${drawn.width} px`);
+  // the plot's pixels: the band of the labels (its top 60 px) is not a dark bar
+  const dark = await page.evaluate((d) => {
+    const c = document.querySelector('.process[open] .timeline-chart canvas');
+    const r = devicePixelRatio;
+    const { data } = c.getContext('2d').getImageData(Math.round(d.left * r), Math.round(d.top * r), Math.round(d.width * r), Math.round(60 * r));
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4)
+      if (data[i + 3] > 0 && data[i] + data[i + 1] + data[i + 2] < 3 * 128) n++;
+    return n / (data.length / 4);
+  }, drawn);
+  // labels packed on four rows over a line per mark measured 37% here; one row and thinned lines 19%
+  check(dark < 0.25, `${(dark * 100).toFixed(1)}% of the top band's pixels are dark`);
+  const events = await page.locator('.process[open] details.events li').count();
+  check(events >= STEPS, `${events} events listed as text, fewer than the ${STEPS} marks`);
+  await page.locator('.process[open] .timeline').screenshot({ path: join(SHOTS, 'growth-100-marks.png') });
+  const diag = await text(page, '.process[open] .diagnosis');
+  check(diag.includes('1.00 MiB per mark'), `the growth is not in the diagnosis: "${diag}"`);
+  await page.screenshot({ path: join(SHOTS, 'growth-page.png'), fullPage: true });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+// A failed request is the first thing the diagnosis says, with its figure.
+async function failure(browser, dir) {
+  // the sample exits 1, having failed: memtrace run passes that on
+  const trace = join(dir, 'big-request.trace');
+  const run = spawnSync(BIN, ['run', '-o', trace, '--', programs[0]], { stdio: ['ignore', 'ignore', 'inherit'] });
+  check(run.status === 1, `big-request under memtrace run exited ${run.status}, not 1`);
+  const { report, html } = view(dir, 'big-request', trace);
+  const proc = report.processes[0];
+  const first = proc.diagnosis.fragmentation.findings[0];
+  check(first.finding === 'allocation-failed' && first.figure === 32 * MIB, `the report's first finding: ${JSON.stringify(first)}`);
+  const { page, errors } = await open(browser, html);
+  const item = await text(page, '.process[open] .diagnosis li');
+  check(item.startsWith('allocation-failed') && item.includes(`${size(first.figure)}`),
+    `the diagnosis does not start with allocation-failed and its figure: "${item}"`);
+  const fig = await page.locator('.process[open] .diagnosis li [data-figure]').first().getAttribute('data-figure');
+  check(Number(fig) === first.figure, `the first finding's figure on the page is ${fig}, not ${first.figure}`);
+  await page.screenshot({ path: join(SHOTS, 'failure.png') });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

@@ -73,6 +73,15 @@ function processPanel(data, proc, report) {
   return { panel, draw };
 }
 
+// The memory the header gives: Pss first (each shared page divided among the
+// processes that map it, so a tree's sum is what it really takes) and RSS.
+function headerMemory(report) {
+  if (report.tree.processes_sampled > 1)
+    return `; the tree's combined peak Pss ${size(report.tree.combined_pss_peak)}; combined peak RSS ${size(report.tree.combined_rss_peak)} at ${seconds(report.tree.time_ns)}`;
+  const m = report.processes.length && report.processes[0].diagnosis.memory_over_time;
+  return m ? `; peak Pss ${size(m.pss_peak)}, RSS ${size(m.rss_peak)}` : '';
+}
+
 function main() {
   const data = JSON.parse(document.getElementById('memtrace-data').textContent);
   const summary = document.getElementById('summary');
@@ -86,7 +95,7 @@ function main() {
   document.title = `memtrace: ${root ? root.command || root.exe : report.file}`;
   summary.replaceChildren(
     el('span', { class: 'file' }, report.file), `: ${plural(report.processes.length, 'process', 'processes')}, ${exact(report.events)} events`,
-    report.tree.processes_sampled > 1 ? `; the tree's combined peak RSS ${size(report.tree.combined_rss_peak)} at ${seconds(report.tree.time_ns)}` : '');
+    headerMemory(report));
   const main = document.getElementById('processes');
   const panels = data.processes.map((p, i) => processPanel(data, p, report.processes[i]));
   main.replaceChildren(...panels.map((p) => p.panel));

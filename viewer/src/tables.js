@@ -89,6 +89,12 @@ export function kindSection(kind, mem, end) {
 export function diagnosisSection(proc) {
   const d = proc.diagnosis;
   const items = [];
+  // the findings first, each with its figure: the causes, in the analyzer's order
+  // (a failed allocation before anything else)
+  for (const f of (d.fragmentation && d.fragmentation.findings) || [])
+    items.push(el('li', { class: f.finding === 'allocation-failed' ? 'bad' : 'warn' },
+      el('strong', null, `${f.finding}: `), el('strong', { 'data-figure': f.figure }, size(f.figure)), ' — ', f.text,
+      el('br'), el('em', null, f.advice)));
   if (d.post_mortem) {
     const pm = d.post_mortem;
     const live = Object.entries(pm.live_at_death).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${size(v)}`).join(', ');
@@ -107,8 +113,6 @@ export function diagnosisSection(proc) {
   }
   if (d.growth_total > Math.min(d.growth.length, GROWTH_SHOWN))
     items.push(el('li', null, `… and ${plural(d.growth_total - Math.min(d.growth.length, GROWTH_SHOWN), 'more growing stack')} (memtrace report --json)`));
-  for (const f of (d.fragmentation && d.fragmentation.findings) || [])
-    items.push(el('li', { class: 'warn' }, el('strong', null, `${f.finding}: `), f.text, el('br'), el('em', null, f.advice)));
   const m = d.memory_over_time;
   if (m && m.private_dirty_growth > 0 && proc.origin === 'fork')
     items.push(el('li', null, `Copy-on-write: Private_Dirty ${size(m.private_dirty_first)} → ${size(m.private_dirty_last)} (+${size(m.private_dirty_growth)}) in this forked process.`));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The timeline of one process with uPlot: live bytes per memory kind (each
 // point the highest value in its interval, so peaks keep their height),
-// the sampler's RSS, Pss and cgroup figures, and on top of them the marks,
+// the sampler's RSS, Pss, Private_Dirty and cgroup figures, and on top of them the marks,
 // each kind's peak and every failed allocation. A click picks the moment
 // whose live set the flame graph then shows.
 import uPlot from 'uplot';
@@ -42,9 +42,14 @@ function seriesOf(proc) {
   if (s && s.t_ns.length) {
     const sx = s.t_ns.map((t) => t / 1e9);
     const limit = s.cgroup_max.some((v) => v > 0);
-    const cols = [s.rss, s.pss];
+    // Pss shares each shared page among the processes that map it, and
+    // Private_Dirty is what this process alone wrote: in a forked worker, its
+    // rise is the copy-on-write growth that RSS (which counts the parent's
+    // pages as the worker's) does not show
+    const cols = [s.rss, s.pss, s.private_dirty];
     series.push({ label: 'RSS', stroke: '#444', width: 1.5 });
-    series.push({ label: 'Pss', stroke: '#999', width: 1, dash: [2, 2], show: false });
+    series.push({ label: 'Pss', stroke: '#999', width: 1.5, dash: [2, 2] });
+    series.push({ label: 'Private_Dirty', stroke: '#e377c2', width: 1.5 });
     const highest = Math.max(...s.rss, ...Object.values(tl.kinds).map((v) => Math.max(...v)));
     // the cgroup holds other processes too, and its limit may be far above what this
     // one used: both are off (a click on the legend shows them) unless the limit is near
@@ -67,56 +72,85 @@ function seriesOf(proc) {
   return { series, data: tables.length === 1 ? tables[0] : uPlot.join(tables) };
 }
 
-// Draws the events as vertical lines with their labels, and the picked moment.
+// Marks' full-height lines at least this far apart (CSS px); a mark closer to
+// the last one drawn is a short tick at the foot of the chart, so that a
+// hundred marks are a row of ticks rather than a dark band.
+const MARK_LINE_GAP = 20;
+// Label rows: marks share the first only, peaks and failures use the others,
+// so that however many marks there are, the text stays one readable row.
+const ROWS = 4;
+
+// Draws the events as vertical lines with their labels, and the picked
+// moment. Leaves what it drew on the chart's element (data-events-drawn:
+// the plot's left, top and width, markLines, labels [{x, y, w, h, text,
+// what}], in CSS px) for tests.
 function drawEvents(u, events, picked) {
   const { ctx } = u;
+  const dpr = devicePixelRatio;
   const top = u.bbox.top;
   const bottom = top + u.bbox.height;
+  const drawn = { left: u.bbox.left / dpr, top: top / dpr, width: u.bbox.width / dpr, markLines: 0, labels: [] };
   ctx.save();
-  ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+  ctx.font = `${11 * dpr}px sans-serif`;
   ctx.textBaseline = 'top';
-  // labels on up to four rows, each placed on the first row where it does not
-  // run into the one before; one that fits nowhere is left out (its line stays)
-  const rowEnds = [-Infinity, -Infinity, -Infinity, -Infinity];
-  const gap = 6 * devicePixelRatio;
+  // uPlot leaves the alignment of the axis it drew last ('right' for the y
+  // axis): the positions below are of the labels' left ends
+  ctx.textAlign = 'left';
+  // each label goes on the first row of its own where it does not run into
+  // the one before; one that fits nowhere is left out (its line stays, and
+  // the list under the chart has it)
+  const rowEnds = new Array(ROWS).fill(-Infinity);
+  const gap = 6 * dpr;
+  let lastMarkLine = -Infinity;
   for (const e of events) {
     const x = u.valToPos(e.t, 'x', true);
     if (x < u.bbox.left - 1 || x > u.bbox.left + u.bbox.width + 1) continue;
     ctx.strokeStyle = e.colour;
     ctx.fillStyle = e.colour;
-    ctx.lineWidth = devicePixelRatio * (e.what === 'failure' ? 2 : 1);
+    ctx.lineWidth = dpr * (e.what === 'failure' ? 2 : 1);
+    let line = true;
     if (e.what === 'peak') {
       const y = u.valToPos(e.y, 'y', true);
       ctx.beginPath();
-      ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
+      ctx.arc(x, y, 4 * dpr, 0, 2 * Math.PI);
       ctx.fill();
     } else {
-      ctx.setLineDash((e.dash || []).map((d) => d * devicePixelRatio));
+      line = e.what !== 'mark' || x - lastMarkLine >= MARK_LINE_GAP * dpr;
+      ctx.setLineDash(line ? (e.dash || []).map((d) => d * dpr) : []);
       ctx.beginPath();
-      ctx.moveTo(x, top);
+      ctx.moveTo(x, line ? top : bottom - 5 * dpr);
       ctx.lineTo(x, bottom);
       ctx.stroke();
+      if (e.what === 'mark' && line) {
+        lastMarkLine = x;
+        drawn.markLines++;
+      }
     }
+    if (!line) continue; // a tick has no label
     const text = e.label.length > 28 ? `${e.label.slice(0, 27)}…` : e.label;
     const width = ctx.measureText(text).width;
     // right of the line, or left of it near the right edge
-    const left = x + 3 * devicePixelRatio + width > u.bbox.left + u.bbox.width ? x - 3 * devicePixelRatio - width : x + 3 * devicePixelRatio;
-    const row = rowEnds.findIndex((end) => left > end + gap);
-    if (row < 0) continue;
+    const left = x + 3 * dpr + width > u.bbox.left + u.bbox.width ? x - 3 * dpr - width : x + 3 * dpr;
+    const rows = e.what === 'mark' ? [0] : [1, 2, 3, 0];
+    const row = rows.find((r) => left > rowEnds[r] + gap);
+    if (row === undefined) continue;
     rowEnds[row] = left + width;
     ctx.setLineDash([]);
-    ctx.fillText(text, left, top + (2 + 13 * row) * devicePixelRatio);
+    const y = top + (2 + 13 * row) * dpr;
+    ctx.fillText(text, left, y);
+    drawn.labels.push({ x: left / dpr, y: y / dpr, w: width / dpr, h: 12, text, what: e.what });
   }
   if (picked) {
     // the stretch of time the flame graph's live set holds for
     const x0 = u.valToPos(picked.from, 'x', true);
-    const x1 = Math.max(x0 + 2 * devicePixelRatio, u.valToPos(picked.to, 'x', true));
+    const x1 = Math.max(x0 + 2 * dpr, u.valToPos(picked.to, 'x', true));
     ctx.fillStyle = 'rgba(0, 0, 0, 0.08)';
     ctx.fillRect(x0, top, x1 - x0, bottom - top);
     ctx.fillStyle = '#000';
-    ctx.fillRect(x0, top, 2 * devicePixelRatio, bottom - top);
+    ctx.fillRect(x0, top, 2 * dpr, bottom - top);
   }
   ctx.restore();
+  u.root.dataset.eventsDrawn = JSON.stringify(drawn);
 }
 
 // The chart in a section; onPick(seconds) is called on a click.
