@@ -634,11 +634,13 @@ void mt_analysis_free(struct mt_analysis *a)
 	for (uint32_t i = 0; a->procs && i < a->nprocs; i++) {
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			free(a->procs[i].kind[k].rows);
+			free(a->procs[i].kind[k].stack_rows);
 			free(a->procs[i].kind[k].fails);
 		}
 		mt_diagnosis_free(&a->procs[i].diag);
 	}
 	free(a->procs);
+	mt_groups_free(a->groups);
 	if (a->sym)
 		mt_symbolizer_free(a->sym);
 	mt_replay_free(a->replay);
@@ -730,6 +732,14 @@ static unsigned python_activation(const struct mt_analysis *a, uint32_t stack_in
 
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        struct mt_sym *out, unsigned max)
+{
+	if (a->groups)
+		return mt_analysis_group_frames(a, stack_instance, stack, out, max);
+	return mt_analysis_native_frames(a, stack_instance, stack, out, max);
+}
+
+int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                              struct mt_sym *out, unsigned max)
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
 	const struct mt_pyframe *py = NULL;

@@ -48,9 +48,28 @@ static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t 
 		json_object_set_new(f, "address", mt_json_u64(syms[i].address));
 		json_object_set_new(f, "offset", mt_json_u64(syms[i].offset));
 		json_object_set_new(f, "inlined", json_boolean(syms[i].inlined));
+		/* a native-only trace reads as before: the groups' keys only with groups */
+		if (mt_analysis_has_groups(a))
+			json_object_set_new(f, "folded", mt_json_text(syms[i].tail));
 		json_array_append_new(frames, f);
 	}
 	return frames;
+}
+
+/* The stacks a row holds: a group's, or the row's own stack. */
+static json_t *merged_json(const struct mt_stack_row *row)
+{
+	struct mt_stack_ref own = {row->stack_instance, row->stack};
+	const struct mt_stack_ref *refs = row->merged ? row->merged : &own;
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < (row->merged ? row->nmerged : 1); i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "stack", json_integer(refs[i].stack));
+		json_object_set_new(o, "stack_instance", json_integer(refs[i].stack_instance));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
@@ -66,6 +85,8 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "temporary", mt_json_u64(row->temporary));
 	json_object_set_new(o, "stack", json_integer(row->stack));
 	json_object_set_new(o, "stack_instance", json_integer(row->stack_instance));
+	if (mt_analysis_has_groups(a))
+		json_object_set_new(o, "stacks", merged_json(row));
 	json_object_set_new(o, "frames", frames_json(a, syms, row->stack_instance, row->stack, &n));
 	/* the label is text already escaped, as the report prints it */
 	if (n > 0)
