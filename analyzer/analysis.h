@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "diagnosis.h"
+#include "map.h"
 #include "reader.h"
 #include "replay.h"
 #include "symbolize.h"
@@ -121,6 +122,7 @@ struct mt_analysis {
 	struct mt_tree tree;         /* the process tree's combined RSS and Pss */
 	struct mt_analysis_run *run; /* while replaying */
 	struct mt_groups *groups;    /* after mt_analysis_group */
+	struct mt_map *py_lines; /* a Python frame's line by code object and lasti, made on use */
 };
 
 /* What a command may add to the replay; every member may be NULL. */

@@ -235,6 +235,11 @@ static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const 
 	}
 	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2,
 	       frame);
+	/* a group's label is a library's line as often as not: its Python frames say whose */
+	if (syms[0].tail) {
+		snprintf(frame, sizeof(frame), "%s    ", indent);
+		print_frames(a, syms, g->stack_instance, g->stack, frame);
+	}
 }
 
 static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
