@@ -198,6 +198,8 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                              struct mt_sym *out, unsigned max);
 void mt_groups_free(struct mt_groups *g);
+/* A stack's group's representative in place of the stack, when it is in a group. */
+int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack);
 /* Whether a stack of the trace is in a group: some process has Python frames. */
 bool mt_analysis_has_groups(const struct mt_analysis *a);
 

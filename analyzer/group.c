@@ -475,6 +475,17 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	return 0;
 }
 
+int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack)
+{
+	int g = a->groups ? group_of(a, *stack_instance, *stack) : 0;
+
+	if (g > 0) {
+		*stack_instance = a->groups->v[g - 1].rep_instance;
+		*stack = a->groups->v[g - 1].rep_stack;
+	}
+	return g < 0 ? g : 0;
+}
+
 bool mt_analysis_has_groups(const struct mt_analysis *a)
 {
 	return a->groups && a->groups->n;

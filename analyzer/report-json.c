@@ -16,10 +16,14 @@
 
 #define MAX_FRAMES 512
 
-static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si, uint32_t stack)
+/* A stack's row, or its group's (a failure's stack is the stack itself). */
+static struct mt_stack_row find_row(struct mt_analysis *a, const struct mt_kind_result *k,
+                                    uint32_t si, uint32_t stack)
 {
-	struct mt_stack_row none = {.stack = stack, .stack_instance = si};
+	struct mt_stack_row none;
 
+	mt_analysis_representative(a, &si, &stack); /* without memory: the stack as it is */
+	none = (struct mt_stack_row){.stack = stack, .stack_instance = si};
 	for (size_t i = 0; i < k->nrows; i++)
 		if (k->rows[i].stack == stack && k->rows[i].stack_instance == si)
 			return k->rows[i];
@@ -148,7 +152,7 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		const struct mt_fail_snapshot *f = &k->fails[i];
 		const char *fn = mt_fn_name(f->event.fn);
 		/* a STACK like the others: bytes asked for, no block, the stack's counts */
-		struct mt_stack_row row = find_row(k, p->in->id, f->event.stack);
+		struct mt_stack_row row = find_row(a, k, p->in->id, f->event.stack);
 		json_t *fo = json_object(), *held = json_array();
 		json_object_set_new(fo, "function", json_string(fn ? fn : "unknown"));
 		json_object_set_new(fo, "size", mt_json_u64(f->event.size));
@@ -175,7 +179,7 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		for (uint32_t t = 0; t < f->ntop; t++) {
 			/* the snapshot holds what was live then; the counts are the stack's */
 			struct mt_stack_row held_row =
-			        find_row(k, f->top[t].stack_instance, f->top[t].stack);
+			        find_row(a, k, f->top[t].stack_instance, f->top[t].stack);
 			json_array_append_new(held,
 			                      stack_json(a, syms, &held_row, f->top[t].leaked_bytes,
 			                                 f->top[t].leaked_blocks));
@@ -205,7 +209,7 @@ static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms,
                            const struct mt_process_result *p, const struct mt_growth *g)
 {
 	json_t *o = json_object();
-	struct mt_stack_row row = find_row(&p->kind[g->kind], g->stack_instance, g->stack);
+	struct mt_stack_row row = find_row(a, &p->kind[g->kind], g->stack_instance, g->stack);
 
 	json_object_set_new(o, "kind", json_string(mt_kind_name(g->kind)));
 	json_object_set_new(o, "bytes_per_second", json_real(g->bytes_per_second));
