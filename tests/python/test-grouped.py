@@ -6,8 +6,10 @@ bytecode offsets of the line, so two stacks; bytes.join: 2n + 33 bytes; a
 list of M items: 8M bytes), called from two lines, and keeps everything.
 The report's peak and leak lists must hold exactly one entry per (Python
 stack, native label), whose bytes and blocks are the sums of its stacks,
-the innermost frame folded as `grouped.py:LINE in build (LABEL)`; and
---native must show the old per-stack entries.
+the innermost frame folded as `grouped.py:LINE in build (LABEL)`;
+--native must show the old per-stack entries; and check must suppress by a
+stack's native frames (a function folded away in the group) and list the
+rest grouped.
 Usage: test-grouped.py MEMTRACE PRELOAD GROUPED_PY"""
 import glob
 import json
@@ -112,6 +114,25 @@ def check_native(label, stacks):
     check(got == want, f"{label}: --native stacks {got} != {want}")
 
 
+def check_suppressed(d, trace):
+    """check suppresses by a stack's native frames (the bytearrays' PyByteArray_Resize, which no
+    group frame names: it is folded), then lists what is left grouped."""
+    sup = os.path.join(d, "sup")
+    with open(sup, "w") as f:
+        f.write("leak:PyByteArray_Resize\n")
+    r = subprocess.run([MEMTRACE, "check", "--suppressions", sup, trace], capture_output=True,
+                       text=True, timeout=300)
+    check(r.returncode == 1, f"check exits {r.returncode}: {r.stdout}")
+    # the five bytearrays: two per call of build and the final one, no other
+    check(r.stdout.rstrip().endswith(" in 5 blocks suppressed"),
+          f"check does not suppress exactly the 5 bytearrays:\n{r.stdout}")
+    check("PyByteArray_Resize" not in r.stdout, f"check lists a suppressed stack:\n{r.stdout}")
+    for caller in ("call-a", "call-b"):
+        line = (f" in 1 block by {NAME}:{LINES['mixed']} in build (")
+        callers = [l for l in r.stdout.splitlines() if line in l and l.endswith(f"<module> ({NAME}:{LINES[caller]})")]
+        check(len(callers) >= 1, f"check does not list the join of {caller} grouped:\n{r.stdout}")
+
+
 def main():
     python = interpreter()
     print("interpreter:", python)
@@ -137,6 +158,7 @@ def main():
         check(text.count(by) == 4, f"the text report has not 4 lines with {by!r}:\n{text}")
         caller = f"<module> ({NAME}:{LINES['call-b']})"
         check(caller in text, f"the text report does not name the caller {caller!r}")
+        check_suppressed(d, trace)
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)
