@@ -42,7 +42,8 @@ struct mt_groups {
 	const char *plumbing;
 	struct mt_map of_stack; /* stack_instance << 32 | stack -> uint32_t group + 1, 0: none */
 	struct mt_map by_hash;  /* hash of a key -> uint32_t group + 1; collisions probe hash + 1 */
-	struct mt_map labels; /* hash of a native tail's frames -> uint32_t its label's index + 1 */
+	struct mt_map
+	        plumbing_of; /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
 	struct group *v;
 	uint32_t n, cap;
 	struct mt_sym scratch[MAX_FRAMES];
@@ -174,29 +175,21 @@ static int new_group(struct mt_groups *g, struct text *key, const char *tail_src
 }
 
 /*
- * The label's index among the py frames of a native tail. Matching names
- * against the plumbing patterns was half of the grouping's time, and a
- * torch run has 200 000 stacks but a few thousand tails: a tail's label is
- * kept by a 64-bit hash of its frames' interned names and places.
+ * Whether a function is plumbing, kept by its name's address (the
+ * symbolizer interns names): matching every frame of 200 000 torch stacks
+ * against the patterns took half of the grouping's time.
  */
-static int tail_label(struct mt_groups *g, int py)
+static bool plumbing(void *ctx, const char *function)
 {
-	uint64_t h = 14695981039346656037ull ^ (uint64_t)py;
-	uint32_t *slot;
+	struct mt_groups *g = ctx;
 	bool created;
+	uint8_t *slot = mt_map_put(&g->plumbing_of, (uint64_t)(uintptr_t)function, &created);
 
-	for (int i = 0; i < py; i++) {
-		const struct mt_sym *s = &g->scratch[i];
-		h = (h ^ (uintptr_t)s->function) * 1099511628211ull;
-		h = (h ^ (uintptr_t)s->module) * 1099511628211ull;
-		h = (h ^ (s->module ? s->offset : s->address)) * 1099511628211ull;
-	}
-	slot = mt_map_put(&g->labels, h, &created);
 	if (!slot)
-		return mt_label_frame(g->scratch, py, g->plumbing);
-	if (created || *slot > (uint32_t)py)
-		*slot = (uint32_t)mt_label_frame(g->scratch, py, g->plumbing) + 1;
-	return (int)*slot - 1;
+		return mt_label_is_plumbing(function, g->plumbing);
+	if (created)
+		*slot = mt_label_is_plumbing(function, g->plumbing) ? 2 : 1;
+	return *slot == 2;
 }
 
 /* A stack's group + 1, 0 for a stack without Python frames, or a negative errno. */
@@ -227,7 +220,8 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	/* the interpreter's start (main, Py_RunMain, _start) outside the outermost one tells
 	 * nothing */
 	n = last + 1;
-	if (py > 0 && !(tail = tail_name(&g->scratch[tail_label(g, py)]))) {
+	if (py > 0 &&
+	    !(tail = tail_name(&g->scratch[mt_label_frame_by(g->scratch, py, plumbing, g)]))) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -448,7 +442,7 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	a->groups->plumbing = plumbing;
 	mt_map_init(&a->groups->of_stack, sizeof(uint32_t));
 	mt_map_init(&a->groups->by_hash, sizeof(uint32_t));
-	mt_map_init(&a->groups->labels, sizeof(uint32_t));
+	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
 	/* every stack first, so that the representatives are final before rows name them */
 	for (uint32_t p = 0; p < a->nprocs; p++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
@@ -503,6 +497,6 @@ void mt_groups_free(struct mt_groups *g)
 	free(g->v);
 	mt_map_free(&g->of_stack);
 	mt_map_free(&g->by_hash);
-	mt_map_free(&g->labels);
+	mt_map_free(&g->plumbing_of);
 	free(g);
 }
