@@ -634,11 +634,17 @@ void mt_analysis_free(struct mt_analysis *a)
 	for (uint32_t i = 0; a->procs && i < a->nprocs; i++) {
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			free(a->procs[i].kind[k].rows);
+			free(a->procs[i].kind[k].stack_rows);
 			free(a->procs[i].kind[k].fails);
 		}
 		mt_diagnosis_free(&a->procs[i].diag);
 	}
 	free(a->procs);
+	mt_groups_free(a->groups);
+	if (a->py_lines) {
+		mt_map_free(a->py_lines);
+		free(a->py_lines);
+	}
 	if (a->sym)
 		mt_symbolizer_free(a->sym);
 	mt_replay_free(a->replay);
@@ -690,17 +696,34 @@ static bool is_eval_frame(const struct mt_sym *s)
  * the trace does not describe (id 0: one the capture could not read) is
  * "<unknown Python frame>".
  */
-static struct mt_sym python_frame(const struct mt_analysis *a, uint32_t stack_instance,
+static struct mt_sym python_frame(struct mt_analysis *a, uint32_t stack_instance,
                                   const struct mt_pyframe *f)
 {
 	const struct mt_pycode *c = mt_replay_pycode(a->replay, stack_instance, f->code);
 	struct mt_sym s = {.function = "<unknown Python frame>", .module = "python"};
-	int64_t line;
+	int64_t line, *cached = NULL;
+	bool created = false;
 
 	if (!c)
 		return s;
+	/*
+	 * Grouping asks for every stack's frames, each line a walk of a line table: kept by the
+	 * code object (its address, 8-aligned, under 2^48) and lasti (under 2^19, or not kept).
+	 */
+	if (!a->py_lines && (a->py_lines = malloc(sizeof(*a->py_lines))))
+		mt_map_init(a->py_lines, sizeof(int64_t));
+	if (a->py_lines && f->lasti < (1u << 19) && (uintptr_t)c < ((uint64_t)1 << 48) &&
+	    (cached = mt_map_put(a->py_lines, (uint64_t)(uintptr_t)c >> 3 << 19 | f->lasti,
+	                         &created)) &&
+	    !created) {
+		line = *cached;
+		goto have;
+	}
 	line = mt_pyframe_line(c->version, (int64_t)c->first_line, c->linetable, c->linetable_len,
 	                       f->lasti);
+	if (cached)
+		*cached = line;
+have:
 	s.function = c->name;
 	s.file = c->file;
 	s.line = line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
@@ -712,7 +735,7 @@ static struct mt_sym python_frame(const struct mt_analysis *a, uint32_t stack_in
  * *next up to and including the next entry frame (all that are left when
  * none is). Returns how many it wrote at out[*count].
  */
-static unsigned python_activation(const struct mt_analysis *a, uint32_t stack_instance,
+static unsigned python_activation(struct mt_analysis *a, uint32_t stack_instance,
                                   const struct mt_pyframe *py, uint32_t npy, uint32_t *next,
                                   struct mt_sym *out, unsigned *count, unsigned max)
 {
@@ -730,6 +753,14 @@ static unsigned python_activation(const struct mt_analysis *a, uint32_t stack_in
 
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        struct mt_sym *out, unsigned max)
+{
+	if (a->groups)
+		return mt_analysis_group_frames(a, stack_instance, stack, out, max);
+	return mt_analysis_native_frames(a, stack_instance, stack, out, max);
+}
+
+int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                              struct mt_sym *out, unsigned max)
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
 	const struct mt_pyframe *py = NULL;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "diagnosis.h"
+#include "map.h"
 #include "reader.h"
 #include "replay.h"
 #include "symbolize.h"
@@ -49,7 +50,16 @@ enum mt_metric {
 /* Stacks kept for each of them: the ones holding the most memory then. */
 #define MT_FAIL_TOP_STACKS 5
 
-/* One stack's figures within an instance and kind. */
+/* A stack: its id in the stack table of instance stack_instance. */
+struct mt_stack_ref {
+	uint32_t stack_instance, stack;
+};
+
+/*
+ * One stack's figures within an instance and kind; after mt_analysis_group,
+ * a group's: the sums over the stacks merged in it, and stack is the
+ * group's representative.
+ */
 struct mt_stack_row {
 	uint32_t stack;
 	uint32_t stack_instance; /* whose stack table `stack` is in (a parent's, for inherited
@@ -59,6 +69,8 @@ struct mt_stack_row {
 	uint64_t peak_bytes, peak_blocks;     /* at the kind's peak */
 	uint64_t leaked_bytes, leaked_blocks; /* live at the end; 0 after an exec */
 	uint64_t temporary;
+	const struct mt_stack_ref *merged; /* a group's stacks, in order; NULL for a stack */
+	uint32_t nmerged;
 };
 
 /* A failed allocation and the memory of its kind at that moment. */
@@ -84,6 +96,9 @@ struct mt_kind_result {
 	uint64_t histogram[MT_HISTOGRAM_BUCKETS];
 	struct mt_stack_row *rows; /* every stack with a non-zero figure, in no order */
 	size_t nrows;
+	/* after mt_analysis_group, rows are the groups' and these the stacks' */
+	struct mt_stack_row *stack_rows;
+	size_t nstack_rows;
 	struct mt_fail_snapshot *fails; /* the first MT_ANALYSIS_MAX_FAILS */
 	uint32_t nfails;
 };
@@ -95,6 +110,7 @@ struct mt_process_result {
 };
 
 struct mt_analysis_run;
+struct mt_groups;
 
 struct mt_analysis {
 	struct mt_trace trace;
@@ -105,6 +121,8 @@ struct mt_analysis {
 	uint64_t events;             /* events in the file */
 	struct mt_tree tree;         /* the process tree's combined RSS and Pss */
 	struct mt_analysis_run *run; /* while replaying */
+	struct mt_groups *groups;    /* after mt_analysis_group */
+	struct mt_map *py_lines; /* a Python frame's line by code object and lasti, made on use */
 };
 
 /* What a command may add to the replay; every member may be NULL. */
@@ -150,6 +168,44 @@ int mt_metric_parse(const char *name);
  * frame is the code that asked for memory. Returns the number written (0
  * for an unknown stack) or a negative errno. A frame that cannot be
  * symbolized has only address (and module, offset when known).
+ */
+int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                              struct mt_sym *out, unsigned max);
+
+/*
+ * Grouping by the Python stack (group.c, docs/python.md): in a stack with
+ * Python frames, the frames from the innermost Python frame outwards and
+ * the label (label.h, with the user's plumbing patterns) of the native
+ * frames inside it make its group; the group's frames are those outer
+ * frames, the innermost with the label as its `tail`. Stacks without a
+ * Python frame are in no group; nor are the native frames outside the
+ * outermost Python frame (the interpreter's main) in a group's frames.
+ *
+ * mt_analysis_group replaces every kind's rows by the groups' (a stack in
+ * no group keeps its row), keeping the stacks' in stack_rows, and merges
+ * the growth of a group's stacks; from then on mt_analysis_frames gives a
+ * stack's group's frames. plumbing (may be NULL) must outlive the analysis.
+ */
+int mt_analysis_group(struct mt_analysis *a, const char *plumbing);
+/*
+ * Rows of the stacks grouped (after mt_analysis_group): each group's sums
+ * with its stacks in merged; *out (one block, freed with free()) holds
+ * *nout rows in no order.
+ */
+int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *rows, size_t n,
+                           struct mt_stack_row **out, size_t *nout);
+/* A stack's group's frames, or its native frames when it is in none. */
+int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                             struct mt_sym *out, unsigned max);
+void mt_groups_free(struct mt_groups *g);
+/* A stack's group's representative in place of the stack, when it is in a group. */
+int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack);
+/* Whether a stack of the trace is in a group: some process has Python frames. */
+bool mt_analysis_has_groups(const struct mt_analysis *a);
+
+/*
+ * The frames a command shows: the group's after mt_analysis_group, the
+ * native frames otherwise.
  */
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        struct mt_sym *out, unsigned max);

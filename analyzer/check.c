@@ -247,7 +247,10 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
                        enum mt_kind kind)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
-	struct mt_stack_row *rows = malloc((k->nrows ? k->nrows : 1) * sizeof(*rows));
+	/* a suppression matches a stack by its native frames: the stacks before their groups */
+	const struct mt_stack_row *stacks = k->stack_rows ? k->stack_rows : k->rows;
+	size_t nstacks = k->stack_rows ? k->nstack_rows : k->nrows;
+	struct mt_stack_row *rows = malloc((nstacks ? nstacks : 1) * sizeof(*rows)), *grouped;
 	size_t n = 0;
 	uint64_t bytes = 0, blocks = 0;
 	char b1[32], b2[32];
@@ -258,13 +261,13 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		return;
 	}
 	/* the leaking stacks that no suppression covers, largest first */
-	for (size_t i = 0; i < k->nrows; i++) {
-		const struct mt_stack_row *r = &k->rows[i];
+	for (size_t i = 0; i < nstacks; i++) {
+		const struct mt_stack_row *r = &stacks[i];
 		int nf;
 		long s;
 		if (!r->leaked_bytes && !r->leaked_blocks)
 			continue;
-		nf = mt_analysis_frames(a, r->stack_instance, r->stack, g->syms, MAX_FRAMES);
+		nf = mt_analysis_native_frames(a, r->stack_instance, r->stack, g->syms, MAX_FRAMES);
 		s = g->sup.n ? suppressed_by(&g->sup, g->syms, nf) : -1;
 		if (s >= 0) {
 			g->sup.hits[s] += r->leaked_bytes;
@@ -275,6 +278,16 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		bytes += r->leaked_bytes;
 		blocks += r->leaked_blocks;
 		rows[n++] = *r;
+	}
+	if (k->stack_rows) {
+		if (mt_analysis_group_rows(a, rows, n, &grouped, &n) < 0) {
+			free(rows);
+			g->failures++;
+			printf("memtrace check: out of memory\n");
+			return;
+		}
+		free(rows);
+		rows = grouped;
 	}
 	uint64_t max_leaked = 0, max_peak = 0;
 	limit_of(&g->leaked, kind, &max_leaked); /* no limit given: 0, as LeakSanitizer */
@@ -304,6 +317,12 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		mt_put_text(stdout, mt_cmd_command(p->in));
 		printf("): %s peak %s, more than %s\n", mt_kind_name(kind), b1, b2);
 		n = 0;
+		free(rows);
+		/* the peak's rows are the groups' already (no suppression applies to a peak) */
+		if (!(rows = malloc((k->nrows ? k->nrows : 1) * sizeof(*rows)))) {
+			printf("memtrace check: out of memory\n");
+			return;
+		}
 		for (size_t i = 0; i < k->nrows; i++)
 			if (k->rows[i].peak_bytes)
 				rows[n++] = k->rows[i];
@@ -320,7 +339,8 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace check [--max-leaked [KIND=]BYTES] [--max-peak [KIND=]BYTES]\n"
-	      "                      [--suppressions FILE] FILE\n"
+	      "                      [--suppressions FILE] [--native] FILE\n"
+	      "  --native keeps every native stack apart instead of grouping by the Python stack.\n"
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
 	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
 	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
@@ -363,6 +383,7 @@ int mt_cmd_check(int argc, char **argv)
 {
 	struct gate g = {0};
 	const char *file = NULL;
+	bool native = false;
 	struct mt_analysis *a = NULL;
 	char b1[32];
 	int status = EXIT_CANNOT_CHECK;
@@ -394,6 +415,8 @@ int mt_cmd_check(int argc, char **argv)
 				l->kind[kind] = v, l->have_kind[kind] = true;
 			else
 				l->all = v, l->have_all = true;
+		} else if (!strcmp(argv[i], "--native")) {
+			native = true;
 		} else if (!strcmp(argv[i], "--suppressions") && i + 1 < argc) {
 			if (read_suppressions(&g.sup, argv[++i]))
 				goto out;
@@ -422,7 +445,7 @@ int mt_cmd_check(int argc, char **argv)
 		fprintf(stderr, "memtrace check: out of memory\n");
 		goto out;
 	}
-	if (mt_cmd_analyze(file, NULL, &a) != MT_EXIT_OK)
+	if (mt_cmd_analyze(file, NULL, native, &a) != MT_EXIT_OK)
 		goto out; /* the one-line error is printed */
 	why = no_verdict(a, whybuf, sizeof(whybuf));
 	if (why) {

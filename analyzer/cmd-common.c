@@ -88,7 +88,7 @@ void mt_cmd_trace_warning(const char *file, const struct mt_trace *t)
 		        file);
 }
 
-int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
+int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra, bool native,
                    struct mt_analysis **out)
 {
 	struct progress p = {.file = file, .start = now_s()};
@@ -111,6 +111,12 @@ int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
 		return MT_EXIT_BAD_TRACE;
 	}
 	mt_cmd_trace_warning(file, &(*out)->trace);
+	if (!native && (r = mt_analysis_group(*out, getenv("MEMTRACE_PLUMBING"))) < 0) {
+		fprintf(stderr, "memtrace: %s: grouping the stacks: %s\n", file, strerror(-r));
+		mt_analysis_free(*out);
+		*out = NULL;
+		return MT_EXIT_BAD_TRACE;
+	}
 	return MT_EXIT_OK;
 }
 
@@ -162,7 +168,18 @@ void mt_cmd_frame_text(char *buf, size_t n, const struct mt_sym *s)
 	if (!n)
 		return;
 	buf[0] = 0;
-	if (s->function) {
+	if (s->tail) {
+		/* a group's innermost Python frame: the line first, the folded native label last */
+		if (s->file) {
+			put_name(buf, n, &at, base_name(s->file));
+			snprintf(num, sizeof(num), ":%" PRIu32 " in ", s->line);
+			put_raw(buf, n, &at, num);
+		}
+		put_name(buf, n, &at, s->function ? s->function : "?");
+		put_raw(buf, n, &at, " (");
+		put_name(buf, n, &at, s->tail);
+		put_raw(buf, n, &at, ")");
+	} else if (s->function) {
 		put_name(buf, n, &at, s->function);
 		if (s->file || s->module) {
 			put_raw(buf, n, &at, " (");
@@ -197,6 +214,10 @@ void mt_cmd_label_text(char *buf, size_t n, const struct mt_sym *syms, int count
 
 	if (!n)
 		return;
+	if (s->tail) {
+		mt_cmd_frame_text(buf, n, s);
+		return;
+	}
 	if (!s->function) {
 		mt_cmd_frame_text(buf, n, s);
 		len = strlen(buf);

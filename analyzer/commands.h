@@ -8,6 +8,7 @@
 #define MEMTRACE_ANALYZER_COMMANDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,8 +32,10 @@ int mt_cmd_view(int argc, char **argv);
  *
  * Reads and replays file (progress on stderr if it is a terminal, whatever
  * extra says of progress); prints the one-line error. extra may be NULL.
+ * Unless native, the stacks are grouped by their Python stack
+ * (mt_analysis_group, with the user's MEMTRACE_PLUMBING).
  */
-int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra,
+int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra, bool native,
                    struct mt_analysis **out);
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);

@@ -48,6 +48,7 @@ struct out {
 	uint32_t ntext, text_cap;
 	struct mt_map by_hash;     /* hash of a text (+ probe) -> id + 1 */
 	struct mt_map by_function; /* the symbolizer's interned name -> id + 1 */
+	struct mt_map by_tail;     /* a group's innermost frame, by its tail (group.c) -> id + 1 */
 	struct mt_map by_module;   /* the symbolizer's interned module name -> offsets index + 1 */
 	struct mt_map *offsets;    /* offset -> id + 1, one map per module */
 	uint32_t noffsets, offsets_cap;
@@ -121,6 +122,13 @@ static int put_frame(struct buf *b, const struct mt_sym *s)
 {
 	char tmp[64];
 
+	if (s->function && s->tail) {
+		/* a group's innermost Python frame with the native label folded into it */
+		if (put_name(b, s->function) < 0 || buf_put(b, " (", 2) < 0 ||
+		    put_name(b, s->tail) < 0)
+			return -1;
+		return buf_put(b, ")", 1);
+	}
 	if (s->function)
 		return put_name(b, s->function);
 	if (s->module) {
@@ -212,7 +220,10 @@ static int64_t frame_id(struct out *o, struct buf *b, const struct mt_sym *s)
 	bool created;
 	int64_t id;
 
-	if (!s->function) {
+	if (s->tail) {
+		map = &o->by_tail;
+		key = (uint64_t)(uintptr_t)s->tail;
+	} else if (!s->function) {
 		module = mt_map_put(&o->by_module, (uint64_t)(uintptr_t)s->module, &created);
 		if (!module)
 			return -1;
@@ -359,7 +370,10 @@ out:
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace flamegraph [--metric peak|leaked|allocated|allocations|temporary]\n"
-	      "                           [--kind host|mmap|cuda-host|cuda-managed|cuda:N] FILE\n",
+	      "                           [--kind host|mmap|cuda-host|cuda-managed|cuda:N]\n"
+	      "                           [--native] FILE\n"
+	      "  --native keeps every native stack apart instead of grouping by the Python "
+	      "stack.\n",
 	      f);
 }
 
@@ -367,6 +381,7 @@ int mt_cmd_flamegraph(int argc, char **argv)
 {
 	const char *file = NULL;
 	int metric = MT_METRIC_PEAK, kind = MT_KIND_HOST, status;
+	bool native = false;
 	struct mt_analysis *a;
 	struct mt_sym *syms;
 	struct out o = {0};
@@ -380,6 +395,8 @@ int mt_cmd_flamegraph(int argc, char **argv)
 				usage(stderr);
 				return MT_EXIT_USAGE;
 			}
+		} else if (!strcmp(argv[i], "--native")) {
+			native = true;
 		} else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
 			kind = mt_kind_parse(argv[++i]);
 			if (kind < 0) {
@@ -406,11 +423,12 @@ int mt_cmd_flamegraph(int argc, char **argv)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	status = mt_cmd_analyze(file, NULL, &a);
+	status = mt_cmd_analyze(file, NULL, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	mt_map_init(&o.by_hash, sizeof(uint32_t));
 	mt_map_init(&o.by_function, sizeof(uint32_t));
+	mt_map_init(&o.by_tail, sizeof(uint32_t));
 	mt_map_init(&o.by_module, sizeof(uint32_t));
 	syms = calloc(MAX_FRAMES, sizeof(*syms));
 	for (uint32_t i = 0; syms && i < a->nprocs; i++) {
@@ -447,6 +465,7 @@ int mt_cmd_flamegraph(int argc, char **argv)
 	free(o.text);
 	mt_map_free(&o.by_hash);
 	mt_map_free(&o.by_function);
+	mt_map_free(&o.by_tail);
 	mt_map_free(&o.by_module);
 	for (uint32_t i = 0; i < o.noffsets; i++)
 		mt_map_free(&o.offsets[i]);

@@ -183,7 +183,18 @@ bool mt_label_is_plumbing(const char *function, const char *user)
 	return false;
 }
 
+static bool plumbing_by_patterns(void *user, const char *function)
+{
+	return mt_label_is_plumbing(function, user);
+}
+
 int mt_label_frame(const struct mt_sym *syms, int n, const char *user)
+{
+	return mt_label_frame_by(syms, n, plumbing_by_patterns, (void *)user);
+}
+
+int mt_label_frame_by(const struct mt_sym *syms, int n,
+                      bool (*is_plumbing)(void *ctx, const char *function), void *ctx)
 {
 	for (int i = 0; i < n; i++) {
 		int named = i;
@@ -199,7 +210,7 @@ int mt_label_frame(const struct mt_sym *syms, int n, const char *user)
 			named++;
 		if (named == n)
 			return i;
-		if (!mt_label_is_plumbing(syms[named].function, user))
+		if (!is_plumbing(ctx, syms[named].function))
 			return named;
 		i = named;
 	}

@@ -37,6 +37,9 @@ bool mt_label_is_plumbing(const char *function, const char *user);
  * label is the first of them only when no named frame follows.
  */
 int mt_label_frame(const struct mt_sym *syms, int n, const char *user);
+/* The same with what is plumbing said by is_plumbing (a caller's memo of mt_label_is_plumbing). */
+int mt_label_frame_by(const struct mt_sym *syms, int n,
+                      bool (*is_plumbing)(void *ctx, const char *function), void *ctx);
 
 /*
  * The length of a demangled name without its trailing parameter list (and

@@ -16,10 +16,14 @@
 
 #define MAX_FRAMES 512
 
-static struct mt_stack_row find_row(const struct mt_kind_result *k, uint32_t si, uint32_t stack)
+/* A stack's row, or its group's (a failure's stack is the stack itself). */
+static struct mt_stack_row find_row(struct mt_analysis *a, const struct mt_kind_result *k,
+                                    uint32_t si, uint32_t stack)
 {
-	struct mt_stack_row none = {.stack = stack, .stack_instance = si};
+	struct mt_stack_row none;
 
+	mt_analysis_representative(a, &si, &stack); /* without memory: the stack as it is */
+	none = (struct mt_stack_row){.stack = stack, .stack_instance = si};
 	for (size_t i = 0; i < k->nrows; i++)
 		if (k->rows[i].stack == stack && k->rows[i].stack_instance == si)
 			return k->rows[i];
@@ -48,9 +52,28 @@ static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t 
 		json_object_set_new(f, "address", mt_json_u64(syms[i].address));
 		json_object_set_new(f, "offset", mt_json_u64(syms[i].offset));
 		json_object_set_new(f, "inlined", json_boolean(syms[i].inlined));
+		/* a native-only trace reads as before: the groups' keys only with groups */
+		if (mt_analysis_has_groups(a))
+			json_object_set_new(f, "folded", mt_json_text(syms[i].tail));
 		json_array_append_new(frames, f);
 	}
 	return frames;
+}
+
+/* The stacks a row holds: a group's, or the row's own stack. */
+static json_t *merged_json(const struct mt_stack_row *row)
+{
+	struct mt_stack_ref own = {row->stack_instance, row->stack};
+	const struct mt_stack_ref *refs = row->merged ? row->merged : &own;
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < (row->merged ? row->nmerged : 1); i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "stack", json_integer(refs[i].stack));
+		json_object_set_new(o, "stack_instance", json_integer(refs[i].stack_instance));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
@@ -66,6 +89,8 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "temporary", mt_json_u64(row->temporary));
 	json_object_set_new(o, "stack", json_integer(row->stack));
 	json_object_set_new(o, "stack_instance", json_integer(row->stack_instance));
+	if (mt_analysis_has_groups(a))
+		json_object_set_new(o, "stacks", merged_json(row));
 	json_object_set_new(o, "frames", frames_json(a, syms, row->stack_instance, row->stack, &n));
 	/* the label is text already escaped, as the report prints it */
 	if (n > 0)
@@ -127,7 +152,7 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		const struct mt_fail_snapshot *f = &k->fails[i];
 		const char *fn = mt_fn_name(f->event.fn);
 		/* a STACK like the others: bytes asked for, no block, the stack's counts */
-		struct mt_stack_row row = find_row(k, p->in->id, f->event.stack);
+		struct mt_stack_row row = find_row(a, k, p->in->id, f->event.stack);
 		json_t *fo = json_object(), *held = json_array();
 		json_object_set_new(fo, "function", json_string(fn ? fn : "unknown"));
 		json_object_set_new(fo, "size", mt_json_u64(f->event.size));
@@ -154,7 +179,7 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		for (uint32_t t = 0; t < f->ntop; t++) {
 			/* the snapshot holds what was live then; the counts are the stack's */
 			struct mt_stack_row held_row =
-			        find_row(k, f->top[t].stack_instance, f->top[t].stack);
+			        find_row(a, k, f->top[t].stack_instance, f->top[t].stack);
 			json_array_append_new(held,
 			                      stack_json(a, syms, &held_row, f->top[t].leaked_bytes,
 			                                 f->top[t].leaked_blocks));
@@ -184,7 +209,7 @@ static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms,
                            const struct mt_process_result *p, const struct mt_growth *g)
 {
 	json_t *o = json_object();
-	struct mt_stack_row row = find_row(&p->kind[g->kind], g->stack_instance, g->stack);
+	struct mt_stack_row row = find_row(a, &p->kind[g->kind], g->stack_instance, g->stack);
 
 	json_object_set_new(o, "kind", json_string(mt_kind_name(g->kind)));
 	json_object_set_new(o, "bytes_per_second", json_real(g->bytes_per_second));

@@ -24,6 +24,8 @@
 
 #define MAX_FRAMES  512
 #define TEXT_FRAMES 5
+/* a group's Python frames shown: a script's own line lies under a few of torch's */
+#define TEXT_PYTHON_FRAMES 12
 
 /* ---- the report ---- */
 
@@ -68,6 +70,21 @@ static void print_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si
 
 	if (n <= 0) {
 		printf("%s(no stack recorded)\n", indent);
+		return;
+	}
+	if (syms[0].tail) {
+		/* a group: its Python frames, where the program's own lines are; the native ones
+		 * between them are in --json and --native */
+		int shown = 0;
+		for (int i = 0; i < n && shown < TEXT_PYTHON_FRAMES; i++) {
+			if (i && (!syms[i].module || strcmp(syms[i].module, "python")))
+				continue;
+			mt_cmd_frame_text(line, sizeof(line), &syms[i]);
+			printf("%s%s\n", indent, line);
+			shown++;
+		}
+		if (n > shown)
+			printf("%s... %d more frames\n", indent, n - shown);
 		return;
 	}
 	for (int i = 0; i < n && i < TEXT_FRAMES; i++) {
@@ -218,6 +235,11 @@ static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const 
 	}
 	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2,
 	       frame);
+	/* a group's label is a library's line as often as not: its Python frames say whose */
+	if (syms[0].tail) {
+		snprintf(frame, sizeof(frame), "%s    ", indent);
+		print_frames(a, syms, g->stack_instance, g->stack, frame);
+	}
 }
 
 static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
@@ -340,7 +362,8 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 			printf("  still running: the figures are those of the trace so far\n");
 			break;
 		case MT_END_CUT:
-			printf("  end unknown: the trace file was cut, and this process's end may be "
+			printf("  end unknown: the trace file was cut, and this process's end may "
+			       "be "
 			       "in what is missing\n");
 			break;
 		}
@@ -366,7 +389,8 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace report [--top N] [--json] FILE\n"
+	fputs("usage: memtrace report [--top N] [--json] [--native] FILE\n"
+	      "  --native keeps every native stack apart instead of grouping by the Python stack.\n"
 	      "  A stack is named by its first frame outside allocation plumbing; add your own\n"
 	      "  plumbing as MEMTRACE_PLUMBING='PATTERN:PATTERN' (docs/labels.md).\n",
 	      f);
@@ -376,13 +400,15 @@ int mt_cmd_report(int argc, char **argv)
 {
 	const char *file = NULL;
 	unsigned long top = 5;
-	bool json = false;
+	bool json = false, native = false;
 	struct mt_analysis *a;
 	int status;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--native")) {
+			native = true;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			char *end;
 			top = strtoul(argv[++i], &end, 10);
@@ -410,7 +436,7 @@ int mt_cmd_report(int argc, char **argv)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	status = mt_cmd_analyze(file, NULL, &a);
+	status = mt_cmd_analyze(file, NULL, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	if (json) {

@@ -25,6 +25,9 @@ struct mt_sym {
 	uint64_t address;     /* the return address as recorded */
 	uint64_t offset;      /* address - the module's load bias */
 	bool inlined;         /* inlined into the frame that follows it */
+	/* a group's innermost Python frame (analysis.h): the label of the native frames folded
+	 * into it; NULL otherwise */
+	const char *tail;
 };
 
 int mt_symbolizer_new(struct mt_symbolizer **out);

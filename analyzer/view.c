@@ -23,7 +23,8 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace view [-o FILE.html] [--top N] FILE\n"
+	fputs("usage: memtrace view [-o FILE.html] [--top N] [--native] FILE\n"
+	      "  --native keeps every native stack apart instead of grouping by the Python stack.\n"
 	      "  writes one HTML page (FILE with .html for its ending by default; - for "
 	      "standard output)\n"
 	      "  MEMTRACE_PLUMBING='PATTERN:PATTERN': allocation wrappers of your own, passed "
@@ -71,10 +72,13 @@ static int write_page(FILE *f, json_t *data)
 	return fflush(f) == 0 ? 0 : -errno;
 }
 
-static int parse_args(int argc, char **argv, const char **file, const char **out, unsigned *top)
+static int parse_args(int argc, char **argv, const char **file, const char **out, unsigned *top,
+                      bool *native)
 {
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+		if (!strcmp(argv[i], "--native")) {
+			*native = true;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			*out = argv[++i];
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			if (mt_cmd_parse_top("view", argv[++i], top) < 0)
@@ -111,7 +115,8 @@ int mt_cmd_view(int argc, char **argv)
 	json_t *data = NULL;
 	char *made = NULL;
 	struct mt_output o = {0};
-	int status = parse_args(argc, argv, &file, &out, &top), r;
+	bool native = false;
+	int status = parse_args(argc, argv, &file, &out, &top, &native), r;
 	long size = 0;
 
 	if (status < 0)
@@ -122,7 +127,7 @@ int mt_cmd_view(int argc, char **argv)
 		status = MT_EXIT_BAD_TRACE;
 		goto out;
 	}
-	status = mt_cmd_analyze(file, &hooks, &a);
+	status = mt_cmd_analyze(file, &hooks, native, &a);
 	if (status != MT_EXIT_OK)
 		goto out;
 	mt_timeline_finish(&t);

@@ -5,8 +5,11 @@ dump prints the PYSTACK id a STACK record names, the PYSTACK record's
 frames and the PYCODE records, names escaped. The reports show the hybrid stack: each native
 _PyEval_EvalFrameDefault frame replaced by the Python frames of its
 activation (up to the next entry frame), frames left over after the last
-native one, an eval frame with none left kept; a stack without Python
-frames reads byte for byte as before.
+native one, an eval frame with none left kept (all with --native); a
+stack without Python frames reads byte for byte as before. Without
+--native a stack is shown as its group (docs/python.md): its frames from
+the innermost Python frame to the outermost one, the native label folded
+into the innermost.
 Usage: test-python.py MEMTRACE MAKE-PYTHON-TRACE"""
 import json
 import os
@@ -72,9 +75,9 @@ with tempfile.TemporaryDirectory() as tmp:
         return {"function": function, "file": file, "line": line, "module": "python",
                 "address": 0, "offset": 0, "inlined": False}
 
-    def frames(trace):
+    def frames(trace, *opts):
         """The host peak stack's frames: Python ones whole, native ones by function and module."""
-        rep = json.loads(run("report", "--json", trace))
+        rep = json.loads(run("report", "--json", *opts, trace))
         got = []
         for f in rep["processes"][0]["memories"]["host"]["peak_stacks"][0]["frames"]:
             if f["module"] == "python":
@@ -83,8 +86,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 got.append((f["function"], f["module"] == MAKE_REAL))
         return got
 
-    def folded(trace):
-        return run("flamegraph", trace).splitlines()
+    def folded(trace, *opts):
+        return run("flamegraph", *opts, trace).splitlines()
 
     MAKE_REAL = os.path.realpath(MAKE)
     INNER = py("inner", "/app/inner.py", 13)
@@ -94,21 +97,32 @@ with tempfile.TemporaryDirectory() as tmp:
     native = [("alloc_site", True), (EVAL, True), ("call_native", True), (EVAL + ".cold", True),
               ("main", True)]
 
-    got = frames(traces["hybrid"])
+    got = frames(traces["hybrid"], "--native")
     check(got == [native[0], INNER, MIDDLE, native[2], UNKNOWN, native[4]],
           f"hybrid frames: {got}")
-    got = folded(traces["hybrid"])
+    got = folded(traces["hybrid"], "--native")
     check(got == ["main;<unknown_Python_frame>;call_native;Cls.middle;inner;alloc_site 100"],
           f"hybrid flamegraph: {got}")
-    got = frames(traces["truncated"])
+    got = frames(traces["truncated"], "--native")
     check(got == [native[0], INNER, MIDDLE, OUTER], f"truncated frames: {got}")
-    got = folded(traces["truncated"])
+    got = folded(traces["truncated"], "--native")
     check(got == ["<module>;Cls.middle;inner;alloc_site 100"], f"truncated flamegraph: {got}")
-    got = frames(traces["spare"])
+    got = frames(traces["spare"], "--native")
     check(got == [native[0], INNER] + native[2:], f"spare frames: {got}")
-    got = folded(traces["spare"])
+    got = folded(traces["spare"], "--native")
     check(got == [f"main;{EVAL}.cold;call_native;inner;alloc_site 100"], f"spare flamegraph: {got}")
+    # grouped: the Python stack, the native frames inside it folded into its innermost frame
+    got = frames(traces["hybrid"])
+    check(got == [dict(INNER, folded="alloc_site"), dict(MIDDLE, folded=None), native[2],
+                  dict(UNKNOWN, folded=None)],
+          f"grouped hybrid frames: {got}")
+    got = folded(traces["hybrid"])
+    check(got == ["<unknown_Python_frame>;call_native;Cls.middle;inner (alloc_site) 100"],
+          f"grouped hybrid flamegraph: {got}")
     report = run("report", traces["hybrid"])
+    check("100 B in 1 block by inner.py:13 in inner (alloc_site)" in report,
+          f"grouped report: {report}")
+    report = run("report", "--native", traces["hybrid"])
     check("inner (inner.py:13)" in report and "Cls.middle (mid\\x1b[8m.py:25)" in report
           and "<unknown Python frame>" in report, f"report: {report}")
 

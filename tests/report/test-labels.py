@@ -34,10 +34,10 @@ def traced(argv, extra=None):
     return d, trace
 
 
-def report_json(trace, extra=None):
+def report_json(trace, extra=None, opts=()):
     import json
     env = dict(os.environ, **(extra or {}))
-    r = run([BIN, "report", "--json", "--top", "1000", trace], env=env)
+    r = run([BIN, "report", "--json", "--top", "1000", *opts, trace], env=env)
     check(r.returncode == 0, f"report --json exited {r.returncode}: {r.stderr.decode()}")
     (p,) = json.loads(r.stdout)["processes"]
     return p
@@ -104,7 +104,8 @@ def test_torch():
         print("skip: /usr/bin/python3 has no torch")
         sys.exit(77)
     d, trace = traced([PYTHON, "-c", TORCH])
-    p = report_json(trace)
+    # the native stack's label (a Python process's stacks are grouped without --native)
+    p = report_json(trace, opts=["--native"])
     tensors = [s for s in p["memories"]["host"]["leak_stacks"] if s["bytes"] == 1 << 22]
     check(len(tensors) == 1 and tensors[0]["blocks"] == 1, f"{len(tensors)} stacks leak the 4 MiB tensor")
     (s,) = tensors

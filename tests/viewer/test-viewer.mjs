@@ -420,6 +420,49 @@ async function worker(browser, dir) {
   await page.close();
 }
 
+// samples/torch-keeps-graph.py under Debian's python3 with torch (programs: the interpreter and
+// the sample): grouped by the Python stack, the page names the script's line of the held-out
+// forward pass, in main's loop that keeps the losses, as a flame-graph frame holding the kept
+// activations and in the peak table's top entry. Skipped (77) without torch.
+async function torch(browser, dir) {
+  const [python, sample] = programs;
+  try {
+    execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
+  } catch {
+    console.log(`skip: ${python} has no torch (Debian's python3-torch)`);
+    process.exit(77);
+  }
+  const STEPS = 12;
+  const trace = join(dir, 'torch.trace');
+  const out = execFileSync(BIN, ['run', '-o', trace, '--', python, sample, '--steps', String(STEPS)], { maxBuffer: 1 << 24 }).toString();
+  const kept = out.match(/kept per step (\d+) bytes, largest (\d+) bytes/);
+  check(kept, `the sample did not say what it keeps: ${out}`);
+  const largest = Number(kept[2]);
+  const lines = readFileSync(sample, 'utf8').split('\n');
+  const forward = lines.findIndex((l) => l.includes('model(val_x)')) + 1;
+  const name = `main (torch-keeps-graph.py:${forward})`;
+  const { html, data } = view(dir, 'torch', trace);
+  const peak = data.report.processes[0].memories.host.peak_stacks[0];
+  // a stack's frames, as the page's tables read them from the tree (viewer/src/tables.js)
+  const framesOf = (node) => {
+    const out = [];
+    for (let n = node; n > 0; n = data.nodes[2 * n - 2]) out.push(data.frames[data.nodes[2 * n - 1]]);
+    return out;
+  };
+  check(framesOf(peak.node).includes(name), `the page's top peak entry has no frame ${name}: ${framesOf(peak.node).slice(0, 12)}`);
+  check(peak.bytes >= (STEPS - 1) * largest, `the page's top peak entry holds ${peak.bytes} B, not ${STEPS - 1}+ activations of ${largest} B`);
+  const { page, errors } = await open(browser, html);
+  const tip = await hoverFrame(page, name);
+  const bytes = Number((tip.match(/([\d,]+) bytes/) || ['', '0'])[1].replace(/,/g, ''));
+  check(bytes >= (STEPS - 1) * largest, `the flame graph's ${name}: "${tip}"`);
+  const table = await page.locator('.process[open] details.kind[data-kind="host"] .stacks').first().textContent();
+  check(table.includes(name), `the peak table does not name ${name}`);
+  check(table.includes('in relu (at::'), 'the peak table does not show the folded label of the ReLU');
+  await page.screenshot({ path: join(SHOTS, 'torch.png') });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
 // 100 marks: labels that do not overlap, and lines thinned so that they do not fill the chart.
 async function marks(browser, dir) {
   const STEPS = 100;
@@ -481,9 +524,9 @@ async function failure(browser, dir) {
   await page.close();
 }
 
-const scenarios = { sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure };
+const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

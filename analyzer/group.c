@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stacks grouped by their Python stack (see analysis.h, docs/python.md):
+ * a stack with Python frames belongs to the group of its frames from the
+ * innermost Python frame out to the outermost one and of the label
+ * (label.h) of its native tail, the frames inside that innermost Python
+ * frame. The group's frames are those, the native frames between Python
+ * frames included, the innermost carrying the tail's label in `tail`; the
+ * native frames outside the outermost Python frame (the interpreter's
+ * main) are left out. A stack
+ * without Python frames is in no group and stays as it is.
+ *
+ * A stack's group is found once (its frames symbolized, a key made of
+ * them) and kept; a group is known by its representative, the smallest
+ * (stack_instance, stack) of the stacks met in it, so that every command
+ * names a group the same way.
+ *
+ * May not: print, read the environment.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "label.h"
+#include "map.h"
+
+#define MAX_FRAMES 512
+
+struct group {
+	char *key;
+	size_t keylen;
+	uint32_t rep_instance, rep_stack;
+	struct mt_sym *frames;
+	unsigned nframes;
+	char *tail;
+};
+
+struct mt_groups {
+	const char *plumbing;
+	struct mt_map of_stack; /* stack_instance << 32 | stack -> uint32_t group + 1, 0: none */
+	struct mt_map by_hash;  /* hash of a key -> uint32_t group + 1; collisions probe hash + 1 */
+	struct mt_map
+	        plumbing_of; /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
+	struct group *v;
+	uint32_t n, cap;
+	struct mt_sym scratch[MAX_FRAMES];
+};
+
+/* a growable string */
+struct text {
+	char *s;
+	size_t len, cap;
+};
+
+static int text_put(struct text *t, const void *p, size_t n)
+{
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 256;
+		char *s;
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		if (!(s = realloc(t->s, cap)))
+			return -ENOMEM;
+		t->s = s;
+		t->cap = cap;
+	}
+	memcpy(t->s + t->len, p, n);
+	t->len += n;
+	t->s[t->len] = 0;
+	return 0;
+}
+
+static int text_str(struct text *t, const char *s)
+{
+	return text_put(t, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static int text_u64(struct text *t, uint64_t v)
+{
+	return text_put(t, &v, sizeof(v));
+}
+
+static bool is_python(const struct mt_sym *s)
+{
+	return s->module && !strcmp(s->module, "python");
+}
+
+/* The tail's label as a name: the function without parameters, or module+0xoffset, or 0xaddr. */
+static char *tail_name(const struct mt_sym *s)
+{
+	const char *m = s->module ? strrchr(s->module, '/') : NULL;
+	char num[48];
+	struct text t = {0};
+	int r;
+
+	m = m ? m + 1 : s->module;
+	if (s->function) {
+		r = text_put(&t, s->function, mt_label_name_length(s->function));
+	} else if (m) {
+		snprintf(num, sizeof(num), "+0x%" PRIx64, s->offset);
+		r = text_put(&t, m, strlen(m)) < 0 ? -ENOMEM : text_put(&t, num, strlen(num));
+	} else {
+		snprintf(num, sizeof(num), "0x%" PRIx64, s->address);
+		r = text_put(&t, num, strlen(num));
+	}
+	if (r < 0) {
+		free(t.s);
+		return NULL;
+	}
+	return t.s;
+}
+
+/* The key of frames[0..n) (the group's) with the tail's name: equal keys, one group. */
+static int make_key(struct text *t, const char *tail, const struct mt_sym *f, unsigned n)
+{
+	int r = text_str(t, tail);
+
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		r = text_str(t, f[i].function);
+		if (r == 0)
+			r = text_str(t, f[i].file);
+		if (r == 0)
+			r = text_str(t, f[i].module);
+		if (r == 0)
+			r = text_u64(t, f[i].line);
+		/* an unnamed frame is its place in its module */
+		if (r == 0)
+			r = text_u64(t, f[i].function ? 0
+			                : f[i].module ? f[i].offset
+			                              : f[i].address);
+	}
+	return r;
+}
+
+static uint64_t hash_of(const char *s, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int new_group(struct mt_groups *g, struct text *key, const char *tail_src,
+                     const struct mt_sym *frames, unsigned n, uint32_t si, uint32_t stack)
+{
+	struct group *grp;
+
+	if (g->n == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 64;
+		void *p = realloc(g->v, cap * sizeof(*g->v));
+		if (!p)
+			return -ENOMEM;
+		g->v = p;
+		g->cap = cap;
+	}
+	grp = &g->v[g->n];
+	*grp = (struct group){.key = key->s,
+	                      .keylen = key->len,
+	                      .rep_instance = si,
+	                      .rep_stack = stack,
+	                      .nframes = n};
+	grp->frames = malloc((n ? n : 1) * sizeof(*grp->frames));
+	if (!grp->frames)
+		return -ENOMEM;
+	memcpy(grp->frames, frames, n * sizeof(*frames));
+	grp->tail = (char *)tail_src;
+	if (n)
+		grp->frames[0].tail = grp->tail;
+	key->s = NULL;
+	return (int)++g->n;
+}
+
+/*
+ * Whether a function is plumbing, kept by its name's address (the
+ * symbolizer interns names): matching every frame of 200 000 torch stacks
+ * against the patterns took half of the grouping's time.
+ */
+static bool plumbing(void *ctx, const char *function)
+{
+	struct mt_groups *g = ctx;
+	bool created;
+	uint8_t *slot = mt_map_put(&g->plumbing_of, (uint64_t)(uintptr_t)function, &created);
+
+	if (!slot)
+		return mt_label_is_plumbing(function, g->plumbing);
+	if (created)
+		*slot = mt_label_is_plumbing(function, g->plumbing) ? 2 : 1;
+	return *slot == 2;
+}
+
+/* A stack's group + 1, 0 for a stack without Python frames, or a negative errno. */
+static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
+{
+	struct mt_groups *g = a->groups;
+	uint64_t skey = (uint64_t)si << 32 | stack;
+	uint32_t *slot = mt_map_get(&g->of_stack, skey);
+	struct text key = {0};
+	char *tail = NULL;
+	int n, py = -1, last = -1, r;
+	uint64_t h;
+	bool created;
+
+	if (slot)
+		return (int)*slot;
+	n = mt_analysis_native_frames(a, si, stack, g->scratch, MAX_FRAMES);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (is_python(&g->scratch[i])) {
+			py = py < 0 ? i : py;
+			last = i;
+		}
+	r = 0;
+	if (py < 0)
+		goto done;
+	/* the interpreter's start (main, Py_RunMain, _start) outside the outermost one tells
+	 * nothing */
+	n = last + 1;
+	if (py > 0 &&
+	    !(tail = tail_name(&g->scratch[mt_label_frame_by(g->scratch, py, plumbing, g)]))) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if ((r = make_key(&key, tail, &g->scratch[py], (unsigned)(n - py))) < 0)
+		goto fail;
+	for (h = hash_of(key.s, key.len);; h++) {
+		uint32_t *found = mt_map_put(&g->by_hash, h, &created);
+		if (!found) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (created) {
+			if ((r = new_group(g, &key, tail, &g->scratch[py], (unsigned)(n - py), si,
+			                   stack)) < 0) {
+				mt_map_del(&g->by_hash, h);
+				goto fail;
+			}
+			tail = NULL;
+			*found = (uint32_t)r;
+			break;
+		}
+		if (g->v[*found - 1].keylen == key.len &&
+		    !memcmp(g->v[*found - 1].key, key.s, key.len)) {
+			struct group *grp = &g->v[*found - 1];
+			r = (int)*found;
+			/* the representative: the smallest stack met */
+			if (skey < ((uint64_t)grp->rep_instance << 32 | grp->rep_stack)) {
+				grp->rep_instance = si;
+				grp->rep_stack = stack;
+			}
+			break;
+		}
+	}
+done:
+	free(key.s);
+	free(tail);
+	if (!(slot = mt_map_put(&g->of_stack, skey, &created)))
+		return -ENOMEM;
+	*slot = (uint32_t)r;
+	return r;
+fail:
+	free(key.s);
+	free(tail);
+	return r;
+}
+
+int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                             struct mt_sym *out, unsigned max)
+{
+	int g = group_of(a, stack_instance, stack);
+	const struct group *grp;
+	unsigned n;
+
+	if (g <= 0)
+		return g < 0 ? g : mt_analysis_native_frames(a, stack_instance, stack, out, max);
+	grp = &a->groups->v[g - 1];
+	n = grp->nframes < max ? grp->nframes : max;
+	memcpy(out, grp->frames, n * sizeof(*out));
+	return (int)n;
+}
+
+/* ---- rows ---- */
+
+struct entry {
+	uint32_t group; /* + 1; 0: in none */
+	const struct mt_stack_row *row;
+};
+
+static int cmp_entry(const void *x, const void *y)
+{
+	const struct entry *a = x, *b = y;
+	uint64_t ka = (uint64_t)a->row->stack_instance << 32 | a->row->stack;
+	uint64_t kb = (uint64_t)b->row->stack_instance << 32 | b->row->stack;
+
+	if (a->group != b->group)
+		return a->group < b->group ? -1 : 1;
+	return ka < kb ? -1 : ka > kb;
+}
+
+int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *rows, size_t n,
+                           struct mt_stack_row **out, size_t *nout)
+{
+	struct entry *e = malloc((n ? n : 1) * sizeof(*e));
+	struct mt_stack_row *res;
+	struct mt_stack_ref *refs;
+	size_t m = 0;
+	int r;
+
+	*out = NULL;
+	*nout = 0;
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if ((r = group_of(a, rows[i].stack_instance, rows[i].stack)) < 0) {
+			free(e);
+			return r;
+		}
+		e[i] = (struct entry){(uint32_t)r, &rows[i]};
+	}
+	qsort(e, n, sizeof(*e), cmp_entry);
+	/* one block: the rows, then the stacks merged in them */
+	res = malloc((n ? n : 1) * (sizeof(*res) + sizeof(*refs)));
+	if (!res) {
+		free(e);
+		return -ENOMEM;
+	}
+	refs = (struct mt_stack_ref *)(res + (n ? n : 1));
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_stack_row *row = e[i].row;
+		struct mt_stack_row *o;
+		refs[i] = (struct mt_stack_ref){row->stack_instance, row->stack};
+		if (!e[i].group || !m || e[i - 1].group != e[i].group) {
+			o = &res[m++];
+			*o = *row;
+			o->merged = e[i].group ? &refs[i] : NULL;
+			o->nmerged = e[i].group ? 1 : 0;
+			if (e[i].group) {
+				const struct group *grp = &a->groups->v[e[i].group - 1];
+				o->stack_instance = grp->rep_instance;
+				o->stack = grp->rep_stack;
+			}
+			continue;
+		}
+		o = &res[m - 1];
+		o->nmerged++;
+		o->allocations += row->allocations;
+		o->bytes_allocated += row->bytes_allocated;
+		o->peak_bytes += row->peak_bytes;
+		o->peak_blocks += row->peak_blocks;
+		o->leaked_bytes += row->leaked_bytes;
+		o->leaked_blocks += row->leaked_blocks;
+		o->temporary += row->temporary;
+	}
+	free(e);
+	*out = res;
+	*nout = m;
+	return 0;
+}
+
+/* ---- growth ---- */
+
+static int cmp_growth(const void *x, const void *y)
+{
+	const struct mt_growth *a = x, *b = y;
+
+	if (a->grown_bytes != b->grown_bytes)
+		return a->grown_bytes > b->grown_bytes ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->stack_instance != b->stack_instance)
+		return a->stack_instance < b->stack_instance ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/*
+ * A group grows by what its growing stacks grow: their slopes and grown
+ * bytes add up (a least-squares slope of a sum is the sum of the slopes);
+ * the fit's r2 is that of the stack that grew most.
+ */
+static int group_growth(struct mt_analysis *a, struct mt_diagnosis *d)
+{
+	struct mt_map at; /* kind << 32 | group -> index + 1 in the merged list */
+	size_t m = 0;
+	int r = 0;
+
+	mt_map_init(&at, sizeof(size_t));
+	for (size_t i = 0; i < d->ngrowth; i++) {
+		struct mt_growth g = d->growth[i];
+		const struct group *grp;
+		size_t *slot;
+		bool created;
+		if ((r = group_of(a, g.stack_instance, g.stack)) < 0)
+			goto out;
+		if (!r) {
+			d->growth[m++] = g;
+			continue;
+		}
+		grp = &a->groups->v[r - 1];
+		if (!(slot = mt_map_put(&at, (uint64_t)g.kind << 32 | (uint32_t)r, &created))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		g.stack_instance = grp->rep_instance;
+		g.stack = grp->rep_stack;
+		if (created) {
+			*slot = m + 1;
+			d->growth[m++] = g;
+		} else {
+			struct mt_growth *o = &d->growth[*slot - 1];
+			if (g.grown_bytes > o->grown_bytes) {
+				o->r2 = g.r2;
+				o->r2_per_mark = g.r2_per_mark;
+			}
+			o->bytes_per_second += g.bytes_per_second;
+			o->grown_bytes += g.grown_bytes;
+			o->bytes_per_mark += g.bytes_per_mark;
+			o->per_mark = o->per_mark || g.per_mark;
+		}
+	}
+	d->ngrowth = m;
+	qsort(d->growth, m, sizeof(*d->growth), cmp_growth);
+	r = 0;
+out:
+	mt_map_free(&at);
+	return r;
+}
+
+/* ---- the whole analysis ---- */
+
+int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
+{
+	int r;
+
+	if (a->groups)
+		return 0;
+	if (!(a->groups = calloc(1, sizeof(*a->groups))))
+		return -ENOMEM;
+	a->groups->plumbing = plumbing;
+	mt_map_init(&a->groups->of_stack, sizeof(uint32_t));
+	mt_map_init(&a->groups->by_hash, sizeof(uint32_t));
+	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
+	/* every stack first, so that the representatives are final before rows name them */
+	for (uint32_t p = 0; p < a->nprocs; p++)
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			for (size_t i = 0; i < a->procs[p].kind[k].nrows; i++) {
+				const struct mt_stack_row *row = &a->procs[p].kind[k].rows[i];
+				if ((r = group_of(a, row->stack_instance, row->stack)) < 0)
+					return r;
+			}
+	for (uint32_t p = 0; p < a->nprocs; p++) {
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			struct mt_kind_result *kr = &a->procs[p].kind[k];
+			struct mt_stack_row *rows;
+			size_t n;
+			if ((r = mt_analysis_group_rows(a, kr->rows, kr->nrows, &rows, &n)) < 0)
+				return r;
+			kr->stack_rows = kr->rows;
+			kr->nstack_rows = kr->nrows;
+			kr->rows = rows;
+			kr->nrows = n;
+		}
+		if ((r = group_growth(a, &a->procs[p].diag)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack)
+{
+	int g = a->groups ? group_of(a, *stack_instance, *stack) : 0;
+
+	if (g > 0) {
+		*stack_instance = a->groups->v[g - 1].rep_instance;
+		*stack = a->groups->v[g - 1].rep_stack;
+	}
+	return g < 0 ? g : 0;
+}
+
+bool mt_analysis_has_groups(const struct mt_analysis *a)
+{
+	return a->groups && a->groups->n;
+}
+
+void mt_groups_free(struct mt_groups *g)
+{
+	if (!g)
+		return;
+	for (uint32_t i = 0; i < g->n; i++) {
+		free(g->v[i].key);
+		free(g->v[i].frames);
+		free(g->v[i].tail);
+	}
+	free(g->v);
+	mt_map_free(&g->of_stack);
+	mt_map_free(&g->by_hash);
+	mt_map_free(&g->plumbing_of);
+	free(g);
+}
