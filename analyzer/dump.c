@@ -109,7 +109,9 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 	const char *name = mt_record_name(rec->type);
 
 	fprintf(f, "0x%" PRIx64 " pid %u tid %u", rec->offset, rec->chunk->pid, rec->chunk->tid);
-	if (rec->type != MT_REC_STACK && rec->type != MT_REC_LOST && name)
+	/* records without a time field: a time would be only the register's */
+	if (rec->type != MT_REC_STACK && rec->type != MT_REC_PYSTACK && rec->type != MT_REC_LOST &&
+	    name)
 		fprintf(f, " t=%+.6fms", rel_ms(t, rec->time));
 	if (!name) {
 		fprintf(f, " type %u (unknown, %u bytes, skipped)\n", rec->type, rec->length);
@@ -154,12 +156,15 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		        rec->u.stack.gen, rec->u.stack.n);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			fprintf(f, " 0x%" PRIx64, rec->u.stack.frames[i]);
-		if (rec->u.stack.npy)
-			fprintf(f, " python %u", rec->u.stack.npy);
-		for (uint32_t i = 0; i < rec->u.stack.npy; i++)
+		if (rec->u.stack.pystack)
+			fprintf(f, " python %" PRIu64, rec->u.stack.pystack);
+		break;
+	case MT_REC_PYSTACK:
+		fprintf(f, " id %" PRIu64 " frames %u", rec->u.pystack.id, rec->u.pystack.n);
+		for (uint32_t i = 0; i < rec->u.pystack.n; i++)
 			fprintf(f, " [code %" PRIu64 " lasti %" PRIu64 "%s]",
-			        rec->u.stack.py[i].code, rec->u.stack.py[i].lasti,
-			        rec->u.stack.py[i].entry ? " entry" : "");
+			        rec->u.pystack.frames[i].code, rec->u.pystack.frames[i].lasti,
+			        rec->u.pystack.frames[i].entry ? " entry" : "");
 		break;
 	case MT_REC_ALLOC:
 		fputc(' ', f);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The Python side of an instance's stacks (see pystacks.h). Frames of all
- * stacks share one array, as replay.c keeps native frames; a stack with no
- * Python frames takes no entry, so a native-only trace costs nothing.
+ * Python stacks share one array, as replay.c keeps native frames; a stack
+ * that names no Python stack takes no entry, so a native-only trace costs
+ * nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +20,8 @@ void mt_pystacks_init(struct mt_pystacks *p)
 {
 	memset(p, 0, sizeof(*p));
 	mt_map_init(&p->codes, sizeof(struct mt_pycode));
-	mt_map_init(&p->stacks, sizeof(struct py_stack));
+	mt_map_init(&p->pystacks, sizeof(struct py_stack));
+	mt_map_init(&p->stacks, sizeof(uint64_t));
 }
 
 static void code_free(struct mt_pycode *c)
@@ -37,6 +39,7 @@ void mt_pystacks_free(struct mt_pystacks *p)
 	for (size_t i = 0; mt_map_next(&p->codes, &i, &key, &v);)
 		code_free(v);
 	mt_map_free(&p->codes);
+	mt_map_free(&p->pystacks);
 	mt_map_free(&p->stacks);
 	free(p->frames);
 	memset(p, 0, sizeof(*p));
@@ -85,13 +88,13 @@ nomem:
 	return -ENOMEM;
 }
 
-int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_record *rec)
+int mt_pystacks_add_pystack(struct mt_pystacks *p, const struct mt_record *rec)
 {
-	uint32_t n = rec->u.stack.npy;
+	uint32_t n = rec->u.pystack.n;
 	struct py_stack *s;
 	bool created;
 
-	if (!n)
+	if (mt_map_get(&p->pystacks, rec->u.pystack.id))
 		return 0;
 	if (p->nframes + n > p->cap) {
 		size_t cap = p->cap ? p->cap : 256;
@@ -104,15 +107,28 @@ int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_re
 		p->frames = q;
 		p->cap = cap;
 	}
-	s = mt_map_put(&p->stacks, id, &created);
+	s = mt_map_put(&p->pystacks, rec->u.pystack.id, &created);
 	if (!s)
 		return -ENOMEM;
-	if (!created)
-		return 0;
-	memcpy(p->frames + p->nframes, rec->u.stack.py, n * sizeof(*p->frames));
+	memcpy(p->frames + p->nframes, rec->u.pystack.frames, n * sizeof(*p->frames));
 	s->first = p->nframes;
 	s->n = n;
 	p->nframes += n;
+	return 0;
+}
+
+int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_record *rec)
+{
+	uint64_t *pystack;
+	bool created;
+
+	if (!rec->u.stack.pystack)
+		return 0;
+	pystack = mt_map_put(&p->stacks, id, &created);
+	if (!pystack)
+		return -ENOMEM;
+	if (created)
+		*pystack = rec->u.stack.pystack;
 	return 0;
 }
 
@@ -124,7 +140,8 @@ const struct mt_pycode *mt_pystacks_code(const struct mt_pystacks *p, uint64_t i
 uint32_t mt_pystacks_frames(const struct mt_pystacks *p, uint32_t id,
                             const struct mt_pyframe **frames)
 {
-	const struct py_stack *s = mt_map_get(&p->stacks, id);
+	const uint64_t *pystack = mt_map_get(&p->stacks, id);
+	const struct py_stack *s = pystack ? mt_map_get(&p->pystacks, *pystack) : NULL;
 
 	*frames = s ? p->frames + s->first : NULL;
 	return s ? s->n : 0;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The Python side of one process instance's stacks (docs/trace-format.md,
- * STACK and PYCODE): its code objects by id, and the Python frames of each
- * stack that has some. The replay keeps one per instance and fills it in
- * its first pass; stacks and code objects arrive in any order.
+ * STACK, PYSTACK and PYCODE): its code objects by id, its Python stacks by
+ * id, and the Python stack each native stack names. The replay keeps one
+ * per instance and fills it in its first pass; the three kinds of record
+ * arrive in any order, so a stack's frames are looked up only when asked.
  *
  * May not: print, or interpret a line table (pyframes.c does). Errors are
  * negative errno.
@@ -29,8 +30,9 @@ struct mt_pycode {
 };
 
 struct mt_pystacks {
-	struct mt_map codes;  /* id -> struct mt_pycode */
-	struct mt_map stacks; /* stack id -> struct { first, n } into frames */
+	struct mt_map codes;    /* id -> struct mt_pycode */
+	struct mt_map pystacks; /* PYSTACK id -> struct { first, n } into frames */
+	struct mt_map stacks;   /* stack id -> PYSTACK id, for stacks that name one */
 	struct mt_pyframe *frames;
 	size_t nframes, cap;
 };
@@ -39,11 +41,16 @@ void mt_pystacks_init(struct mt_pystacks *p);
 void mt_pystacks_free(struct mt_pystacks *p);
 /* A PYCODE record; the first of an id wins (the format writes each once). */
 int mt_pystacks_add_code(struct mt_pystacks *p, const struct mt_record *rec);
-/* A STACK record's Python frames under stack id `id`, if it has any; call once per stack. */
+/* A PYSTACK record; the first of an id wins (the format writes each once). */
+int mt_pystacks_add_pystack(struct mt_pystacks *p, const struct mt_record *rec);
+/* The PYSTACK a STACK record names under stack id `id`, if any; call once per stack. */
 int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_record *rec);
 /* The code object of id, or NULL when the trace does not describe it. */
 const struct mt_pycode *mt_pystacks_code(const struct mt_pystacks *p, uint64_t id);
-/* The Python frames of a stack, innermost first: their count (0 for none), *frames set. */
+/*
+ * The Python frames of a stack, innermost first: their count, *frames set;
+ * 0 for a stack that names no PYSTACK or one the instance does not have.
+ */
 uint32_t mt_pystacks_frames(const struct mt_pystacks *p, uint32_t id,
                             const struct mt_pyframe **frames);
 

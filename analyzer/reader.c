@@ -62,6 +62,7 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_MARK] = "MARK",
         [MT_REC_EXEC] = "EXEC",
         [MT_REC_PYCODE] = "PYCODE",
+        [MT_REC_PYSTACK] = "PYSTACK",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -588,27 +589,32 @@ static int bad_fields(struct mt_error *err, const struct mt_record *rec, const s
 	            record_names[rec->type], d->field + 1);
 }
 
-/* A STACK record's Python frames, after its native ones: a record that ends there has none. */
-static int python_frames(struct mt_record *rec, struct dec *d, struct mt_error *err)
+/*
+ * A PYSTACK record: one Python stack that STACK records name by id, so that
+ * the many native stacks under one Python stack do not each repeat it.
+ */
+static int pystack(struct mt_record *rec, struct dec *d, struct mt_error *err)
 {
 	uint64_t n;
 
-	rec->u.stack.npy = 0;
-	if (d->p == d->end)
-		return 0;
+	rec->u.pystack.id = u(d);
 	n = u(d);
-	if (!d->bad && n > MT_MAX_PYFRAMES)
+	if (!d->bad && (n == 0 || n > MT_MAX_PYFRAMES))
 		return fail(err, -EBADMSG, rec->offset,
-		            "STACK record with %llu Python frames (at most %d)",
+		            "PYSTACK record with %llu Python frames (1 to %d)",
 		            (unsigned long long)n, MT_MAX_PYFRAMES);
-	rec->u.stack.npy = (uint32_t)n;
-	for (uint32_t i = 0; i < rec->u.stack.npy && !d->bad; i++) {
+	rec->u.pystack.n = d->bad ? 0 : (uint32_t)n;
+	for (uint32_t i = 0; i < rec->u.pystack.n && !d->bad; i++) {
 		uint64_t code = u(d);
-		rec->u.stack.py[i].code = code >> 1;
-		rec->u.stack.py[i].entry = code & MT_PYFRAME_ENTRY;
-		rec->u.stack.py[i].lasti = u(d);
+		rec->u.pystack.frames[i].code = code >> 1;
+		rec->u.pystack.frames[i].entry = code & MT_PYFRAME_ENTRY;
+		rec->u.pystack.frames[i].lasti = u(d);
 	}
-	return d->bad ? bad_fields(err, rec, d) : 0;
+	if (d->bad)
+		return bad_fields(err, rec, d);
+	if (rec->u.pystack.id == 0)
+		return fail(err, -EBADMSG, rec->offset, "PYSTACK record with id 0");
+	return 0;
 }
 
 static int pycode(struct mt_record *rec, struct dec *d, struct mt_error *err)
@@ -688,7 +694,9 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		for (uint32_t i = 0; i < rec->u.stack.n && !d->bad; i++)
 			rec->u.stack.frames[i] =
 			        i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
-		return d->bad ? bad_fields(err, rec, d) : python_frames(rec, d, err);
+		/* appended: its Python frames' PYSTACK id; a record that ends here has none */
+		rec->u.stack.pystack = d->p < d->end ? u(d) : 0;
+		break;
 	case MT_REC_ALLOC:
 		time_field(d, c);
 		rec->u.alloc.fn = u(d);
@@ -786,6 +794,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		break;
 	case MT_REC_PYCODE:
 		return pycode(rec, d, err);
+	case MT_REC_PYSTACK:
+		return pystack(rec, d, err);
 	default:
 		return 0; /* unknown: skipped by its length */
 	}

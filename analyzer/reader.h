@@ -94,7 +94,7 @@ struct mt_bytes {
 	uint32_t len;
 };
 
-/* A Python frame of a STACK record (docs/trace-format.md). */
+/* A Python frame of a PYSTACK record (docs/trace-format.md). */
 struct mt_pyframe {
 	uint64_t code;  /* the PYCODE record's id; 0: a code object that could not be read */
 	uint64_t lasti; /* as written: the current instruction's code unit + 1, 0 not started */
@@ -132,8 +132,7 @@ struct mt_record {
 			uint64_t id, gen;
 			uint32_t n;
 			uint64_t frames[MT_MAX_DEPTH];
-			uint32_t npy; /* Python frames, innermost first; 0 when none */
-			struct mt_pyframe py[MT_MAX_PYFRAMES];
+			uint64_t pystack; /* the PYSTACK record of its Python frames; 0: none */
 		} stack;
 		struct {
 			uint64_t fn, addr, size, stack;
@@ -185,6 +184,11 @@ struct mt_record {
 			struct mt_bytes linetable; /* what the record keeps of it */
 			uint64_t linetable_size;   /* the whole table's length */
 		} pycode;
+		struct {
+			uint64_t id;
+			uint32_t n; /* 1 to MT_MAX_PYFRAMES, innermost first */
+			struct mt_pyframe frames[MT_MAX_PYFRAMES];
+		} pystack;
 	} u;
 };
 

@@ -73,7 +73,7 @@ struct mt_instance_priv {
 	struct mt_map stacks; /* id -> struct stack_entry */
 	uint64_t *frames;
 	size_t nframes, frames_cap;
-	struct mt_pystacks py; /* code objects, and the Python frames of stacks that have some */
+	struct mt_pystacks py;      /* code objects, Python stacks, and the one each stack names */
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
@@ -367,6 +367,8 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 		return add_stack(in, rec);
 	case MT_REC_PYCODE:
 		return mt_pystacks_add_code(&in->priv->py, rec);
+	case MT_REC_PYSTACK:
+		return mt_pystacks_add_pystack(&in->priv->py, rec);
 	case MT_REC_MARK:
 		in->marks_total++;
 		return 0;

@@ -3,10 +3,11 @@
  * Replay: turns a trace's records into per process instance figures.
  *
  * mt_replay_open() makes the first pass over every chunk and collects what
- * is not an event (PROCESS, MODULE, MODULE_GONE, STACK, PYCODE, EXIT) and which
- * chunks each thread wrote. mt_replay_run() then replays every instance in
- * time order: a k-way merge of its threads' chunk sequences, ties broken by
- * file offset, streamed chunk by chunk, through a table of live blocks.
+ * is not an event (PROCESS, MODULE, MODULE_GONE, STACK, PYSTACK, PYCODE,
+ * EXIT) and which chunks each thread wrote. mt_replay_run() then replays
+ * every instance in time order: a k-way merge of its threads' chunk
+ * sequences, ties broken by file offset, streamed chunk by chunk, through a
+ * table of live blocks.
  * Memory grows with live blocks, distinct stacks, threads and chunks, and
  * with SAMPLE and MARK records (each is kept, with the live bytes at its
  * moment), never with the number of events.
@@ -289,9 +290,10 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     const uint64_t **frames, uint32_t *n, uint32_t *gen);
 
 /*
- * The Python frames of a stack, innermost first (*n 0 when it has none), and
- * the code object they name (pystacks.h): NULL for an id the instance's
- * PYCODE records do not describe. -ENOENT for an unknown stack.
+ * The Python frames of a stack, innermost first: its PYSTACK's (*n 0 when it
+ * names none, or one the instance's PYSTACK records do not hold), and the
+ * code object they name (pystacks.h): NULL for an id the instance's PYCODE
+ * records do not describe. -ENOENT for an unknown stack.
  */
 int mt_replay_pystack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                       const struct mt_pyframe **frames, uint32_t *n);

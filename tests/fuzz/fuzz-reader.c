@@ -207,10 +207,13 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		mix(h, rec->u.stack.id ^ rec->u.stack.gen);
 		for (uint32_t i = 0; i < rec->u.stack.n; i++)
 			mix(h, rec->u.stack.frames[i]);
-		mix(h, rec->u.stack.npy);
-		for (uint32_t i = 0; i < rec->u.stack.npy; i++)
-			mix(h, rec->u.stack.py[i].code ^ rec->u.stack.py[i].lasti ^
-			               rec->u.stack.py[i].entry);
+		mix(h, rec->u.stack.pystack);
+		break;
+	case MT_REC_PYSTACK:
+		mix(h, rec->u.pystack.id ^ rec->u.pystack.n);
+		for (uint32_t i = 0; i < rec->u.pystack.n; i++)
+			mix(h, rec->u.pystack.frames[i].code ^ rec->u.pystack.frames[i].lasti ^
+			               rec->u.pystack.frames[i].entry);
 		break;
 	case MT_REC_ALLOC:
 		mix_str(h, mt_fn_name(rec->u.alloc.fn));

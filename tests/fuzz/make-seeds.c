@@ -324,6 +324,8 @@ static void names(void)
  * described (0) and one described after the STACK naming it, lasti 0 (not
  * started) and past its table; code objects of 3.10 and 3.12 whose names
  * are Latin-1 and terminal escapes, and a line table cut short of its size.
+ * The PYSTACK comes after the first STACK naming it and is shared by a
+ * second; a third STACK names a PYSTACK the trace does not hold.
  */
 static void python(void)
 {
@@ -342,7 +344,10 @@ static void python(void)
 	tb_process(&b, 10, 950, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
 	module(&b, 11, 0x400000, "/usr/bin/python3");
 	tb_pycode(&b, 1, 0x30a, 7, "/opt/caf\xe9/m\x1b[8m.py", "f\n\x07", t310, sizeof(t310));
-	tb_stack_py(&b, 1, 4, native, 4, py, lasti);
+	tb_stack_py(&b, 1, 4, native, 5);
+	tb_pystack(&b, 5, 4, py, lasti);
+	tb_stack_py(&b, 2, 3, native + 1, 5);
+	tb_stack_py(&b, 3, 2, native, 6);
 	tb_u(&b, 2);
 	tb_u(&b, 0x30c);
 	tb_u(&b, 40);
@@ -353,7 +358,9 @@ static void python(void)
 	tb_end(&b, MT_REC_PYCODE);
 	tb_alloc(&b, 12, MT_FN_MALLOC, 0x10000, 64, 1);
 	tb_pycode(&b, 3, 0x30d, 1, "m.py", "<module>", t312, sizeof(t312));
-	tb_exit(&b, 13, MT_EXIT_MAIN_RETURN, 0);
+	tb_alloc(&b, 13, MT_FN_MALLOC, 0x20000, 32, 2);
+	tb_alloc(&b, 14, MT_FN_MALLOC, 0x30000, 16, 3);
+	tb_exit(&b, 15, MT_EXIT_MAIN_RETURN, 0);
 	save(&b, "python", b.size);
 }
 

@@ -14,6 +14,9 @@ With MEMTRACE_PYTHON=0, and in a process without Python (git), the trace
 holds no PYCODE record and no Python frame; under a CPython older than 3.10
 (pyenv's newest 3.x below it) memtrace says so in one line and the trace
 has no Python frame either.
+A torch DataLoader with two forked workers (dataloader.py, Debian's
+/usr/bin/python3 with torch) must show each worker's blocks at the
+__getitem__ line: one group of exactly its two items' bytes.
 Usage: test-known.py MEMTRACE PRELOAD KNOWN_PY EMBED"""
 import glob
 import json
@@ -146,6 +149,26 @@ with tempfile.TemporaryDirectory() as tmp:
             site(label, procs[0]["memories"]["host"], 7_000_001, [("<module>", 1)], True,
                  "<string>")
             print(f"{'ok' if not failed else 'after'} {label}")
+    # DataLoader workers: forked by torch, their blocks theirs
+    loader = os.path.join(os.path.dirname(KNOWN), "dataloader.py")
+    with open(loader) as f:
+        line = [n for n, text in enumerate(f, 1) if text.rstrip().endswith("# SITE getitem")][0]
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode:
+        print("no torch for /usr/bin/python3: the DataLoader case is not checked")
+    else:
+        procs = traced_report("dataloader", ["/usr/bin/python3", loader],
+                              os.path.join(tmp, "dataloader.bin"))
+        if procs is not None:
+            # items go to the workers in turn: 0 and 2 to one, 1 and 3 to the other; the
+            # report groups each worker's two blocks of the one line
+            groups = [(p["origin"], s["bytes"], s["blocks"], python_frames(s)[:1])
+                      for p in procs for s in p["memories"]["host"]["leak_stacks"]
+                      if python_frames(s)[:1] == [("Items.__getitem__", line)]]
+            want = [("fork", 4_000_002, 2, [("Items.__getitem__", line)]),
+                    ("fork", 6_000_002, 2, [("Items.__getitem__", line)])]
+            check(sorted(groups) == want, f"dataloader: __getitem__'s leaks {groups}")
+            print(f"{'ok' if not failed else 'after'} dataloader: 4 blocks in forked workers")
+
     # off, and not Python at all: nothing of the above in the trace
     py = interpreter(VERSIONS[-1]) or sys.executable
     cases = [("MEMTRACE_PYTHON=0", [py, KNOWN, "fork"], {"MEMTRACE_PYTHON": "0"}),

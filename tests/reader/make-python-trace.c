@@ -7,15 +7,17 @@
  * analyzer symbolizes them as it would a real python3's. Scenarios:
  *
  *   hybrid     native alloc_site, EVAL, call_native, EVAL.cold (a clone),
- *              main; Python inner (code 1), middle (2, entry), 0 (unknown,
- *              entry)
+ *              main; Python (PYSTACK 7) inner (code 1), middle (2, entry),
+ *              0 (unknown, entry)
  *   truncated  native alloc_site, EVAL; Python inner, middle (entry),
  *              outer (3, entry): outer is left over
  *   spare      the hybrid's native frames; Python inner (entry): the outer
  *              EVAL.cold has none left
  *   native     the hybrid's native frames, no Python frames, no PYCODE
- *   native-0   the same, written with a Python frame count of 0 and PYCODE
+ *   native-0   the same, written with a PYSTACK id of 0 and PYCODE
  *              records: its reports must be byte for byte native's
+ *   native-unknown  the same, naming PYSTACK 8 where the trace has only 7:
+ *              byte for byte native's too
  *
  * May not: be installed; it is a test fixture.
  */
@@ -178,18 +180,26 @@ int main(int argc, char **argv)
 	tb_end(&b, MT_REC_MODULE);
 	if (!strcmp(scenario, "hybrid")) {
 		pycodes(&b);
-		tb_stack_py(&b, 1, 5, native, 3, py_hybrid, lasti);
+		tb_pystack(&b, 7, 3, py_hybrid, lasti);
+		tb_stack_py(&b, 1, 5, native, 7);
 	} else if (!strcmp(scenario, "truncated")) {
-		tb_stack_py(&b, 1, 2, native, 3, py_truncated, lasti);
-		pycodes(&b); /* after the STACK naming them: a reader collects both first */
+		/* before the PYSTACK and PYCODEs it names: a reader collects them all first */
+		tb_stack_py(&b, 1, 2, native, 7);
+		tb_pystack(&b, 7, 3, py_truncated, lasti);
+		pycodes(&b);
 	} else if (!strcmp(scenario, "spare")) {
 		pycodes(&b);
-		tb_stack_py(&b, 1, 5, native, 1, py_spare, lasti);
+		tb_pystack(&b, 7, 1, py_spare, lasti);
+		tb_stack_py(&b, 1, 5, native, 7);
 	} else if (!strcmp(scenario, "native")) {
 		tb_stack(&b, 1, 5, native);
 	} else if (!strcmp(scenario, "native-0")) {
 		pycodes(&b);
-		tb_stack_py(&b, 1, 5, native, 0, NULL, NULL);
+		tb_stack_py(&b, 1, 5, native, 0);
+	} else if (!strcmp(scenario, "native-unknown")) {
+		pycodes(&b);
+		tb_pystack(&b, 7, 1, py_spare, lasti);
+		tb_stack_py(&b, 1, 5, native, 8);
 	} else {
 		return 2;
 	}

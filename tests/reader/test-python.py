@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Python frames in the commands' outputs, on traces make-python-trace
 writes (it plays the interpreter: its own functions are the native frames).
-dump prints the STACK record's Python frames and the PYCODE records, names
-escaped. The reports show the hybrid stack: each native
+dump prints the PYSTACK id a STACK record names, the PYSTACK record's
+frames and the PYCODE records, names escaped. The reports show the hybrid stack: each native
 _PyEval_EvalFrameDefault frame replaced by the Python frames of its
 activation (up to the next entry frame), frames left over after the last
 native one, an eval frame with none left kept; a stack without Python
@@ -44,13 +44,18 @@ def dump_records(trace, kind):
 
 with tempfile.TemporaryDirectory() as tmp:
     traces = {}
-    for name in ("hybrid", "truncated", "spare", "native", "native-0"):
+    for name in ("hybrid", "truncated", "spare", "native", "native-0", "native-unknown"):
         traces[name] = os.path.join(tmp, name + ".trace")
         subprocess.run([MAKE, name, traces[name]], check=True)
 
     got = dump_records(traces["hybrid"], "STACK")
-    check(got == ["id 1 gen 0 frames 5 ADDR ADDR ADDR ADDR ADDR python 3 [code 1 lasti 5] "
-                  "[code 2 lasti 6 entry] [code 0 lasti 1 entry]"], f"dump STACK: {got}")
+    check(got == ["id 1 gen 0 frames 5 ADDR ADDR ADDR ADDR ADDR python 7"], f"dump STACK: {got}")
+    got = [l for l in run("dump", traces["hybrid"]).splitlines() if " PYSTACK " in l]
+    check(len(got) == 1 and re.match(r"0x[0-9a-f]+ pid 4242 tid 4242 PYSTACK ", got[0]),
+          f"dump PYSTACK, which has no time: {got}")
+    got = dump_records(traces["hybrid"], "PYSTACK")
+    check(got == ["id 7 frames 3 [code 1 lasti 5] [code 2 lasti 6 entry] [code 0 lasti 1 entry]"],
+          f"dump PYSTACK: {got}")
     got = dump_records(traces["native-0"], "STACK")
     check(got == ["id 1 gen 0 frames 5 ADDR ADDR ADDR ADDR ADDR"], f"dump STACK native-0: {got}")
     got = dump_records(traces["truncated"], "PYCODE")
@@ -121,11 +126,12 @@ with tempfile.TemporaryDirectory() as tmp:
 
     got = frames(traces["native"])
     check(got == native, f"native frames: {got}")
-    for args in (["report"], ["report", "--json"], ["flamegraph"], ["check"]):
-        a = subprocess.run([MEMTRACE, *args, traces["native"]], capture_output=True)
-        b = subprocess.run([MEMTRACE, *args, traces["native-0"]], capture_output=True)
-        same = (a.returncode, a.stdout.replace(b"native.trace", b"X"), a.stderr) == \
-               (b.returncode, b.stdout.replace(b"native-0.trace", b"X"), b.stderr)
-        check(same, f"{' '.join(args)}: native-0 differs from native:\n{a.stdout}\n{b.stdout}")
+    for other in ("native-0", "native-unknown"):
+        for args in (["report"], ["report", "--json"], ["flamegraph"], ["check"]):
+            a = subprocess.run([MEMTRACE, *args, traces["native"]], capture_output=True)
+            b = subprocess.run([MEMTRACE, *args, traces[other]], capture_output=True)
+            same = (a.returncode, a.stdout.replace(b"native.trace", b"X"), a.stderr) == \
+                   (b.returncode, b.stdout.replace(f"{other}.trace".encode(), b"X"), b.stderr)
+            check(same, f"{' '.join(args)}: {other} differs from native:\n{a.stdout}\n{b.stdout}")
 
 sys.exit(1 if failed else 0)

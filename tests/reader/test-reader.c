@@ -60,7 +60,9 @@ static int read_all(const uint8_t *data, size_t size, uint64_t *records, struct 
 	return r;
 }
 
-static const uint64_t frames[] = { 0x401234, 0x401000, 0x7f0000001000, 0x400fff };
+static const uint64_t frames[] = {0x401234, 0x401000, 0x7f0000001000, 0x400fff};
+static const uint64_t py[] = {9 << 1, 0 << 1 | MT_PYFRAME_ENTRY};
+static const uint64_t py_lasti[] = {300, 0};
 
 /* One record of each type in one chunk; returns their offsets in off[type]. */
 static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
@@ -69,7 +71,8 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 
 	tb_init(b, CHUNK);
 	tb_chunk(b, 1, 100, 101, 5000000);
-	off[MT_REC_PROCESS] = tb_process(b, 5000010, 100, 99, MT_ORIGIN_ROOT, 0, "/bin/prog", cmd, sizeof(cmd));
+	off[MT_REC_PROCESS] =
+	        tb_process(b, 5000010, 100, 99, MT_ORIGIN_ROOT, 0, "/bin/prog", cmd, sizeof(cmd));
 	tb_dt(b, 5000020);
 	tb_u(b, 0x7f0000000000);
 	tb_str(b, "/lib/libc.so.6", 14);
@@ -93,7 +96,8 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_FAIL] = tb_fail(b, 5000080, MT_FN_MALLOC, UINT64_MAX, 7, ENOMEM);
 	off[MT_REC_MMAP] = tb_mmap(b, 5000090, 0x7f1000000000, 3 * 4096, 7);
 	off[MT_REC_MUNMAP] = tb_munmap(b, 5000100, 0x7f1000001000, 4096);
-	off[MT_REC_MREMAP] = tb_mremap(b, 5000120, 5000110, 0x7f1000000000, 4096, 0x7f2000000000, 8192, 7);
+	off[MT_REC_MREMAP] =
+	        tb_mremap(b, 5000120, 5000110, 0x7f1000000000, 4096, 0x7f2000000000, 8192, 7);
 	tb_dt(b, 5000130);
 	tb_u(b, 5000130);
 	tb_u(b, 12); /* two values more than this reader knows */
@@ -108,14 +112,16 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	tb_str(b, "epoch 3", 7);
 	off[MT_REC_MARK] = tb_end(b, MT_REC_MARK);
 	off[MT_REC_EXEC] = tb_exec(b, 5000160, "/bin/static prog");
-	off[MT_REC_PYCODE] = tb_pycode(b, 9, 0x30b, 12, "/lib/a.py", "Outer.run", "\x80\x00\xd8", 3);
+	off[MT_REC_PYCODE] =
+	        tb_pycode(b, 9, 0x30b, 12, "/lib/a.py", "Outer.run", "\x80\x00\xd8", 3);
+	off[MT_REC_PYSTACK] = tb_pystack(b, 5, 2, py, py_lasti);
 }
 
 static void test_every_type(void)
 {
 	size_t off[MT_REC_TYPE_COUNT + 1];
 	static struct mt_record rec;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	struct mt_cursor c;
 	struct mt_trace t;
 	struct tb b;
@@ -168,7 +174,8 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.stack.n, 4);
 			for (int i = 0; i < 4; i++)
 				CHECK_EQ(rec.u.stack.frames[i], frames[i]);
-			CHECK_EQ(rec.u.stack.npy, 0); /* a record that ends after its native frames */
+			CHECK_EQ(rec.u.stack.pystack,
+			         0); /* a record that ends after its native frames */
 			break;
 		case MT_REC_ALLOC:
 			CHECK_EQ(rec.time, 5000040);
@@ -216,7 +223,8 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.sample.ns, 5000130);
 			CHECK_EQ(rec.u.sample.n, 12);
 			CHECK_EQ(rec.u.sample.values[0], 1000);
-			CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1], 1000 * MT_SAMPLE_FIELD_COUNT);
+			CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1],
+			         1000 * MT_SAMPLE_FIELD_COUNT);
 			break;
 		case MT_REC_EXIT:
 			CHECK_EQ(rec.u.exit.how, MT_EXIT_EXIT);
@@ -243,6 +251,16 @@ static void test_every_type(void)
 			CHECK_EQ(rec.u.pycode.linetable.len, 3);
 			CHECK(!memcmp(rec.u.pycode.linetable.data, "\x80\x00\xd8", 3));
 			CHECK_EQ(rec.u.pycode.linetable_size, 3);
+			break;
+		case MT_REC_PYSTACK:
+			CHECK_EQ(rec.u.pystack.id, 5);
+			CHECK_EQ(rec.u.pystack.n, 2);
+			CHECK_EQ(rec.u.pystack.frames[0].code, 9);
+			CHECK(!rec.u.pystack.frames[0].entry);
+			CHECK_EQ(rec.u.pystack.frames[0].lasti, 300);
+			CHECK_EQ(rec.u.pystack.frames[1].code, 0);
+			CHECK(rec.u.pystack.frames[1].entry);
+			CHECK_EQ(rec.u.pystack.frames[1].lasti, 0);
 			break;
 		case MT_REC_EXEC:
 			CHECK_EQ(rec.u.exec.path.len, 16);
@@ -292,7 +310,8 @@ static void test_truncation(void)
 	tb_free_buf(&b);
 }
 
-/* A record cut at every byte inside its chunk: the zero bytes after it end the chunk cleanly or the payload is short. */
+/* A record cut at every byte inside its chunk: the zero bytes after it end the chunk cleanly or the
+ * payload is short. */
 static void test_cut_records(void)
 {
 	size_t off[MT_REC_TYPE_COUNT + 1];
@@ -315,11 +334,11 @@ static void test_cut_records(void)
 
 static void test_header_errors(void)
 {
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	struct mt_file_header *h;
 	struct mt_trace t;
 	struct tb b;
-	uint8_t elf[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+	uint8_t elf[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
 
 	CHECK_EQ(mt_reader_open_memory(&t, "", 0, &err), -EBADMSG);
 	CHECK_STR(err.message, "the file is empty, not a memtrace trace");
@@ -363,7 +382,7 @@ static void test_header_errors(void)
 static void test_zero_type_and_unused_chunks(void)
 {
 	static struct mt_record rec;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	struct mt_replay *rp;
 	struct mt_cursor c;
 	struct mt_trace t;
@@ -417,7 +436,7 @@ static void test_zero_type_and_unused_chunks(void)
 static void test_corrupt_records(void)
 {
 	static struct mt_record rec;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	struct mt_cursor c;
 	struct mt_trace t;
 	size_t at;
@@ -545,17 +564,19 @@ static int read_one(struct tb *b, struct mt_record *rec, struct mt_error *err)
 }
 
 /*
- * A STACK record's Python frames: decoded with their entry flags; 128 is
- * the most; more, a cut frame, or a PYCODE record that breaks its own
- * limits, is an error at the record's offset.
+ * A STACK record's trailing PYSTACK id, and PYSTACK records: frames decoded
+ * with their entry flags; 1 to 128 of them; none, more, a cut frame, id 0,
+ * or a PYCODE record that breaks its own limits, is an error at the
+ * record's offset.
  */
 static void test_python_frames(void)
 {
-	static const uint64_t py[] = { 5 << 1, 4 << 1 | MT_PYFRAME_ENTRY, 0 << 1 | MT_PYFRAME_ENTRY };
-	static const uint64_t lasti[] = { 13, 0, 1u << 20 };
+	static const uint64_t code[] = {5 << 1, 4 << 1 | MT_PYFRAME_ENTRY,
+	                                0 << 1 | MT_PYFRAME_ENTRY};
+	static const uint64_t lasti[] = {13, 0, 1u << 20};
 	static uint64_t many[MT_MAX_PYFRAMES + 1], many_lasti[MT_MAX_PYFRAMES + 1];
 	static struct mt_record rec;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	char name[MT_PYCODE_MAX_NAME + 2];
 	static uint8_t table[MT_PYCODE_MAX_LINETABLE + 1];
 	size_t at;
@@ -563,27 +584,37 @@ static void test_python_frames(void)
 
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
-	tb_stack_py(&b, 3, 2, frames, 3, py, lasti);
+	tb_stack_py(&b, 3, 2, frames, 1ull << 40);
 	CHECK_EQ(read_one(&b, &rec, &err), 1);
 	CHECK_EQ(rec.u.stack.n, 2);
 	CHECK_EQ(rec.u.stack.frames[1], frames[1]);
-	CHECK_EQ(rec.u.stack.npy, 3);
-	CHECK_EQ(rec.u.stack.py[0].code, 5);
-	CHECK(!rec.u.stack.py[0].entry);
-	CHECK_EQ(rec.u.stack.py[0].lasti, 13);
-	CHECK_EQ(rec.u.stack.py[1].code, 4);
-	CHECK(rec.u.stack.py[1].entry);
-	CHECK_EQ(rec.u.stack.py[1].lasti, 0);
-	CHECK_EQ(rec.u.stack.py[2].code, 0);
-	CHECK(rec.u.stack.py[2].entry);
-	CHECK_EQ(rec.u.stack.py[2].lasti, 1u << 20);
+	CHECK_EQ(rec.u.stack.pystack, 1ull << 40);
 
-	/* a count of 0 written out: none */
+	/* an id of 0 written out: none */
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
-	tb_stack_py(&b, 3, 2, frames, 0, py, lasti);
+	tb_stack_py(&b, 3, 2, frames, 0);
 	CHECK_EQ(read_one(&b, &rec, &err), 1);
-	CHECK_EQ(rec.u.stack.npy, 0);
+	CHECK_EQ(rec.u.stack.pystack, 0);
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pystack(&b, 1ull << 40, 3, code, lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), 1);
+	CHECK_EQ(rec.offset, at);
+	CHECK_EQ(rec.type, MT_REC_PYSTACK);
+	CHECK_STR(mt_record_name(rec.type), "PYSTACK");
+	CHECK_EQ(rec.u.pystack.id, 1ull << 40);
+	CHECK_EQ(rec.u.pystack.n, 3);
+	CHECK_EQ(rec.u.pystack.frames[0].code, 5);
+	CHECK(!rec.u.pystack.frames[0].entry);
+	CHECK_EQ(rec.u.pystack.frames[0].lasti, 13);
+	CHECK_EQ(rec.u.pystack.frames[1].code, 4);
+	CHECK(rec.u.pystack.frames[1].entry);
+	CHECK_EQ(rec.u.pystack.frames[1].lasti, 0);
+	CHECK_EQ(rec.u.pystack.frames[2].code, 0);
+	CHECK(rec.u.pystack.frames[2].entry);
+	CHECK_EQ(rec.u.pystack.frames[2].lasti, 1u << 20);
 
 	for (unsigned i = 0; i <= MT_MAX_PYFRAMES; i++) {
 		many[i] = (uint64_t)(i + 1) << 1;
@@ -591,33 +622,58 @@ static void test_python_frames(void)
 	}
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
-	tb_stack_py(&b, 3, 1, frames, MT_MAX_PYFRAMES, many, many_lasti);
+	tb_pystack(&b, 2, MT_MAX_PYFRAMES, many, many_lasti);
 	CHECK_EQ(read_one(&b, &rec, &err), 1);
-	CHECK_EQ(rec.u.stack.npy, MT_MAX_PYFRAMES);
-	CHECK_EQ(rec.u.stack.py[MT_MAX_PYFRAMES - 1].code, MT_MAX_PYFRAMES);
-	CHECK_EQ(rec.u.stack.py[MT_MAX_PYFRAMES - 1].lasti, MT_MAX_PYFRAMES - 1);
+	CHECK_EQ(rec.u.pystack.n, MT_MAX_PYFRAMES);
+	CHECK_EQ(rec.u.pystack.frames[MT_MAX_PYFRAMES - 1].code, MT_MAX_PYFRAMES);
+	CHECK_EQ(rec.u.pystack.frames[MT_MAX_PYFRAMES - 1].lasti, MT_MAX_PYFRAMES - 1);
 
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
-	at = tb_stack_py(&b, 3, 1, frames, MT_MAX_PYFRAMES + 1, many, many_lasti);
+	at = tb_pystack(&b, 2, MT_MAX_PYFRAMES + 1, many, many_lasti);
 	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
 	CHECK_EQ(err.offset, at);
-	CHECK(strstr(err.message, "129 Python frames") != NULL);
+	CHECK_STR(err.message, "PYSTACK record with 129 Python frames (1 to 128)");
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pystack(&b, 2, 0, many, many_lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "PYSTACK record with 0 Python frames (1 to 128)");
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_pystack(&b, 0, 3, code, lasti);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "PYSTACK record with id 0");
 
 	/* a frame without its lasti */
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
 	tb_u(&b, 3);
-	tb_u(&b, 0);
-	tb_u(&b, 0);
 	tb_u(&b, 2);
 	tb_u(&b, 5 << 1);
 	tb_u(&b, 7);
 	tb_u(&b, 6 << 1);
+	at = tb_end(&b, MT_REC_PYSTACK);
+	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK(strstr(err.message, "PYSTACK record: field 6 is cut off") != NULL);
+
+	/* a PYSTACK id that is not a valid varint */
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_u(&b, 3);
+	tb_u(&b, 0);
+	tb_u(&b, 1);
+	tb_u(&b, 0x401000);
+	b.payload[b.plen++] = 0x80; /* a varint that goes on past the record */
 	at = tb_end(&b, MT_REC_STACK);
 	CHECK_EQ(read_one(&b, &rec, &err), -EBADMSG);
 	CHECK_EQ(err.offset, at);
-	CHECK(strstr(err.message, "STACK record: field 8 is cut off") != NULL);
+	CHECK(strstr(err.message, "STACK record: field 5 is cut off") != NULL);
 
 	/* PYCODE: id 0, a name or line table over its limit, a table longer than its whole */
 	tb_init(&b, CHUNK);
@@ -699,8 +755,8 @@ static void test_random_damage(void)
 /* TSC ticks become ns by the line through the earliest and latest pairs. */
 static void test_clock_fit(void)
 {
-	struct mt_clock_fit fit = { .clock = MT_CLOCK_TSC };
-	struct mt_error err = { 0 };
+	struct mt_clock_fit fit = {.clock = MT_CLOCK_TSC};
+	struct mt_error err = {0};
 	struct mt_chunk_header *ch;
 	struct mt_trace t;
 	struct tb b;

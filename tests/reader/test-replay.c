@@ -15,7 +15,7 @@
 #include "trace-builder.h"
 
 #define CHUNK 4096u
-#define PAGE 4096u
+#define PAGE  4096u
 
 struct run {
 	struct mt_trace t;
@@ -50,8 +50,9 @@ static int on_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 
 static void replay(struct run *run, struct tb *b)
 {
-	static const struct mt_replay_callbacks cb = { .record = on_record, .instance_done = on_done };
-	struct mt_error err = { 0 };
+	static const struct mt_replay_callbacks cb = {.record = on_record,
+	                                              .instance_done = on_done};
+	struct mt_error err = {0};
 
 	memset(run, 0, sizeof(*run));
 	CHECK_EQ(mt_reader_open_memory(&run->t, b->buf, b->size, &err), 0);
@@ -99,9 +100,9 @@ static void test_realloc(void)
 	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
 	tb_alloc(&b, 5, MT_FN_MALLOC, 0xA000, 100, 1);
 	tb_realloc(&b, 20, 10, 0xA000, 0xB000, 200, 2);
-	tb_realloc(&b, 30, 25, 0, 0xC000, 7, 3);       /* realloc(NULL, 7) */
-	tb_realloc(&b, 40, 35, 0xC000, 0, 0, 3);        /* realloc(p, 0) frees */
-	tb_realloc(&b, 50, 45, 0xD000, 0xE000, 5, 3);   /* unknown old block */
+	tb_realloc(&b, 30, 25, 0, 0xC000, 7, 3);      /* realloc(NULL, 7) */
+	tb_realloc(&b, 40, 35, 0xC000, 0, 0, 3);      /* realloc(p, 0) frees */
+	tb_realloc(&b, 50, 45, 0xD000, 0xE000, 5, 3); /* unknown old block */
 	tb_exit(&b, 60, MT_EXIT_MAIN_RETURN, 0);
 	tb_chunk(&b, 1, 100, 101, 0);
 	tb_alloc(&b, 15, MT_FN_MALLOC, 0xA000, 50, 4); /* between t0 and t1 of the first realloc */
@@ -129,20 +130,23 @@ static void test_munmap_split(void)
 	tb_chunk(&b, 1, 100, 100, 0);
 	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
 	tb_mmap(&b, 10, m, 8 * PAGE, 1);
-	tb_munmap(&b, 20, m + 3 * PAGE, 2 * PAGE);     /* the middle: two ranges */
-	tb_munmap(&b, 30, m, 100);                      /* a length rounded up to a page: trims the head */
-	tb_munmap(&b, 40, m + 7 * PAGE, 4 * PAGE);      /* the tail and beyond */
-	tb_munmap(&b, 50, 0x1000, PAGE);                /* nothing of ours */
+	tb_munmap(&b, 20, m + 3 * PAGE, 2 * PAGE); /* the middle: two ranges */
+	tb_munmap(&b, 30, m, 100); /* a length rounded up to a page: trims the head */
+	tb_munmap(&b, 40, m + 7 * PAGE, 4 * PAGE); /* the tail and beyond */
+	tb_munmap(&b, 50, 0x1000, PAGE);           /* nothing of ours */
 	tb_mmap(&b, 60, m + 20 * PAGE, 4 * PAGE, 2);
-	tb_mremap(&b, 80, 70, m + 20 * PAGE, 4 * PAGE, m + 40 * PAGE, 6 * PAGE, 3); /* moves and grows */
-	tb_mremap(&b, 90, 85, 0x2000, PAGE, 0x9000, 2 * PAGE, 3);                   /* a file mapping: ignored */
-	tb_mmap(&b, 100, m + 41 * PAGE, PAGE, 4);       /* MAP_FIXED over a page of the moved range */
+	tb_mremap(&b, 80, 70, m + 20 * PAGE, 4 * PAGE, m + 40 * PAGE, 6 * PAGE,
+	          3);                                             /* moves and grows */
+	tb_mremap(&b, 90, 85, 0x2000, PAGE, 0x9000, 2 * PAGE, 3); /* a file mapping: ignored */
+	tb_mmap(&b, 100, m + 41 * PAGE, PAGE, 4); /* MAP_FIXED over a page of the moved range */
 	replay(&run, &b);
-	/* after 20: [0,3) [5,8) = 6 pages 2 blocks; 30: [1,3) [5,8) = 5 pages; 40: [1,3) [5,7) = 4 pages */
+	/* after 20: [0,3) [5,8) = 6 pages 2 blocks; 30: [1,3) [5,8) = 5 pages; 40: [1,3) [5,7) = 4
+	 * pages */
 	CHECK_EQ(mm(&run, 1)->allocations, 3);
 	CHECK_EQ(mm(&run, 1)->frees, 3);
 	CHECK_EQ(mm(&run, 1)->bytes_allocated, 8 * PAGE + 4 * PAGE + 2 * PAGE + PAGE);
-	/* 4 pages in 2 ranges, 6 moved pages now split around the fixed one into 2 ranges, plus it */
+	/* 4 pages in 2 ranges, 6 moved pages now split around the fixed one into 2 ranges, plus it
+	 */
 	CHECK_EQ(mm(&run, 1)->live_bytes, 4 * PAGE + 6 * PAGE);
 	CHECK_EQ(mm(&run, 1)->live_blocks, 2 + 3);
 	CHECK_EQ(mm(&run, 1)->peak_bytes, 10 * PAGE); /* once the mremap grew the second mapping */
@@ -180,8 +184,8 @@ static int child_done(void *ctx, struct mt_replay *r, const struct mt_instance *
 
 static void test_fork_and_ends(void)
 {
-	static const struct mt_replay_callbacks cb = { .instance_done = child_done };
-	struct mt_error err = { 0 };
+	static const struct mt_replay_callbacks cb = {.instance_done = child_done};
+	struct mt_error err = {0};
 	struct run run;
 	struct tb b;
 
@@ -195,9 +199,9 @@ static void test_fork_and_ends(void)
 	/* child, instance 2, pid 200: forked at 25, after the frees below are not seen */
 	tb_chunk(&b, 2, 200, 200, 25);
 	tb_process(&b, 25, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
-	tb_free(&b, 40, 0xA000);                        /* inherited */
-	tb_alloc(&b, 41, MT_FN_MALLOC, 0xC000, 50, 1);  /* the child's stack 1 is not the parent's */
-	tb_free(&b, 42, 0xF000);                        /* unknown */
+	tb_free(&b, 40, 0xA000);                       /* inherited */
+	tb_alloc(&b, 41, MT_FN_MALLOC, 0xC000, 50, 1); /* the child's stack 1 is not the parent's */
+	tb_free(&b, 42, 0xF000);                       /* unknown */
 	tb_exit(&b, 50, MT_EXIT_EXIT, 7);
 	/* the parent goes on, then execs */
 	tb_chunk(&b, 1, 100, 100, 30);
@@ -266,8 +270,8 @@ static int take_stack(void *ctx, const struct mt_stack_stats *s)
 
 static void test_peak_stacks_and_fails(void)
 {
-	struct stack_figures f = { 0 };
-	const uint64_t frames[] = { 0x401000, 0x402000 };
+	struct stack_figures f = {0};
+	const uint64_t frames[] = {0x401000, 0x402000};
 	const uint64_t *fr;
 	uint32_t n;
 	struct run run;
@@ -278,9 +282,9 @@ static void test_peak_stacks_and_fails(void)
 	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
 	tb_stack(&b, 1, 2, frames);
 	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 100, 1);
-	tb_alloc(&b, 20, MT_FN_MALLOC, 0x2000, 50, 2);  /* peak 150: stack 1 100, stack 2 50 */
+	tb_alloc(&b, 20, MT_FN_MALLOC, 0x2000, 50, 2); /* peak 150: stack 1 100, stack 2 50 */
 	tb_free(&b, 30, 0x1000);
-	tb_alloc(&b, 40, MT_FN_MALLOC, 0x3000, 60, 2);  /* 110: below the peak */
+	tb_alloc(&b, 40, MT_FN_MALLOC, 0x3000, 60, 2); /* 110: below the peak */
 	tb_fail(&b, 50, MT_FN_CALLOC, 1ull << 40, 3, ENOMEM);
 	tb_fail(&b, 51, MT_FN_MMAP, 1ull << 30, 3, ENOMEM);
 	tb_alloc(&b, 60, MT_FN_MALLOC, 0x4000, 10, 3);
@@ -401,16 +405,35 @@ static void test_exec_ends(void)
 }
 
 /*
- * Python frames per stack and code objects per instance: a PYCODE after the
- * STACK naming it, a repeat of both (the first wins), a native-only stack,
- * a code id no record describes, and another instance's code of the same id.
+ * Python frames per stack and code objects per instance: a STACK naming a
+ * PYSTACK that comes later, a PYSTACK two STACKs share, a repeat of a
+ * STACK, a PYSTACK and a PYCODE (the first wins), a native-only stack, a
+ * STACK naming an id no PYSTACK has (no Python frames, no error), a code
+ * id no record describes, and another instance's PYSTACK and code of the
+ * same ids.
  */
+static void expect_frames(const struct mt_replay *r, uint32_t instance, uint32_t id, uint32_t want,
+                          const uint64_t *code, const uint64_t *lasti)
+{
+	const struct mt_pyframe *f;
+	uint32_t n = UINT32_MAX;
+
+	CHECK_EQ(mt_replay_pystack(r, instance, id, &f, &n), 0);
+	CHECK_EQ(n, want);
+	for (uint32_t i = 0; i < n && i < want; i++) {
+		CHECK_EQ(f[i].code, code[i] >> 1);
+		CHECK_EQ(f[i].entry, code[i] & MT_PYFRAME_ENTRY);
+		CHECK_EQ(f[i].lasti, lasti[i]);
+	}
+}
+
 static void test_python(void)
 {
-	static const uint64_t native[] = { 0x401000, 0x402000 };
-	static const uint64_t py[] = { 7 << 1, 8 << 1 | MT_PYFRAME_ENTRY };
-	static const uint64_t py2[] = { 9 << 1 };
-	static const uint64_t lasti[] = { 3, 0 };
+	static const uint64_t native[] = {0x401000, 0x402000};
+	static const uint64_t py[] = {7 << 1, 8 << 1 | MT_PYFRAME_ENTRY};
+	static const uint64_t py2[] = {9 << 1};
+	static const uint64_t lasti[] = {3, 0};
+	static const uint64_t lasti2[] = {11};
 	const struct mt_pyframe *f;
 	const struct mt_pycode *c;
 	struct run run;
@@ -420,31 +443,36 @@ static void test_python(void)
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
 	tb_process(&b, 1000, 100, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
-	tb_stack_py(&b, 1, 2, native, 2, py, lasti);
-	tb_stack_py(&b, 1, 2, native, 1, py2, lasti);
+	tb_stack_py(&b, 1, 2, native, 5);
+	tb_stack_py(&b, 1, 2, native, 6);
 	tb_stack(&b, 2, 2, native);
+	tb_stack_py(&b, 3, 1, native, 5);
+	tb_stack_py(&b, 4, 2, native, 99);
+	tb_stack_py(&b, 5, 1, native, 6);
+	tb_pystack(&b, 5, 2, py, lasti);
+	tb_pystack(&b, 5, 1, py2, lasti2);
+	tb_pystack(&b, 6, 1, py2, lasti2);
 	tb_pycode(&b, 7, 0x30c, 41, "/app/m.py", "C.f", "\x80\x00", 2);
 	tb_pycode(&b, 7, 0x30a, 1, "/other.py", "g", "", 0);
 	tb_pycode(&b, 8, 0x30a, 3, "/app/main.py", "<module>", "", 0);
 	tb_alloc(&b, 1010, MT_FN_MALLOC, 0x1000, 10, 1);
+	tb_alloc(&b, 1020, MT_FN_MALLOC, 0x2000, 20, 4);
 	tb_chunk(&b, 2, 200, 200, 1000);
 	tb_process(&b, 1000, 200, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/python3", "python3", 7);
+	tb_pystack(&b, 5, 1, py2, lasti2);
+	tb_stack_py(&b, 1, 2, native, 5);
+	tb_stack_py(&b, 2, 2, native, 6);
 	tb_pycode(&b, 8, 0x30d, 5, "/b.py", "h", "\x01", 1);
 	replay(&run, &b);
 
-	CHECK_EQ(mt_replay_pystack(run.r, 1, 1, &f, &n), 0);
-	CHECK_EQ(n, 2);
-	if (n == 2) {
-		CHECK_EQ(f[0].code, 7);
-		CHECK(!f[0].entry);
-		CHECK_EQ(f[0].lasti, 3);
-		CHECK_EQ(f[1].code, 8);
-		CHECK(f[1].entry);
-		CHECK_EQ(f[1].lasti, 0);
-	}
-	CHECK_EQ(mt_replay_pystack(run.r, 1, 2, &f, &n), 0);
-	CHECK_EQ(n, 0);
-	CHECK_EQ(mt_replay_pystack(run.r, 1, 3, &f, &n), -ENOENT);
+	expect_frames(run.r, 1, 1, 2, py, lasti);
+	expect_frames(run.r, 1, 3, 2, py, lasti);
+	expect_frames(run.r, 1, 5, 1, py2, lasti2);
+	expect_frames(run.r, 1, 2, 0, NULL, NULL);
+	expect_frames(run.r, 1, 4, 0, NULL, NULL);
+	expect_frames(run.r, 2, 1, 1, py2, lasti2);
+	expect_frames(run.r, 2, 2, 0, NULL, NULL);
+	CHECK_EQ(mt_replay_pystack(run.r, 1, 9, &f, &n), -ENOENT);
 	CHECK_EQ(mt_replay_pystack(run.r, 3, 1, &f, &n), -ENOENT);
 
 	c = mt_replay_pycode(run.r, 1, 7);

@@ -141,16 +141,23 @@ size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames)
 	return tb_end(b, MT_REC_STACK);
 }
 
-size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint32_t npy,
-                   const uint64_t *py, const uint64_t *lasti)
+size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint64_t pystack)
 {
 	native_frames(b, id, n, frames);
-	tb_u(b, npy);
-	for (uint32_t i = 0; i < npy; i++) {
-		tb_u(b, py[i]);
+	tb_u(b, pystack);
+	return tb_end(b, MT_REC_STACK);
+}
+
+size_t tb_pystack(struct tb *b, uint64_t id, uint32_t n, const uint64_t *code,
+                  const uint64_t *lasti)
+{
+	tb_u(b, id);
+	tb_u(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		tb_u(b, code[i]);
 		tb_u(b, lasti[i]);
 	}
-	return tb_end(b, MT_REC_STACK);
+	return tb_end(b, MT_REC_PYSTACK);
 }
 
 size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_line, const char *file,

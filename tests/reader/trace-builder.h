@@ -19,8 +19,8 @@ struct tb {
 	uint8_t *buf;
 	size_t size;
 	uint32_t chunk_size; /* of every chunk: a multiple of MT_CHUNK_UNIT */
-	size_t chunk;      /* offset of the chunk being written, 0 if none */
-	size_t pos;        /* next record's offset */
+	size_t chunk;        /* offset of the chunk being written, 0 if none */
+	size_t pos;          /* next record's offset */
 	uint64_t time, addr;
 	uint8_t payload[16384];
 	size_t plen;
@@ -30,7 +30,7 @@ void tb_init(struct tb *b, uint32_t chunk_size);
 void tb_free_buf(struct tb *b);
 /* Appends a zeroed chunk; magic 0 leaves it claimed but unwritten. */
 void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pid, uint32_t tid,
-		    uint64_t base);
+                    uint64_t base);
 void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base);
 
 /* Payload building, then tb_end writes type | length | payload; returns the record's offset. */
@@ -41,22 +41,25 @@ void tb_str(struct tb *b, const void *s, size_t n);
 size_t tb_end(struct tb *b, uint8_t type);
 
 size_t tb_process(struct tb *b, uint64_t t, uint32_t pid, uint32_t ppid, uint32_t origin,
-		  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len);
+                  uint32_t parent, const char *exe, const char *cmdline, size_t cmdline_len);
 size_t tb_stack(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames);
-/* A STACK with Python frames: py[i] is written as is (code id << 1 | entry), then lasti[i]. */
-size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint32_t npy,
-		   const uint64_t *py, const uint64_t *lasti);
+/* A STACK naming the PYSTACK of its Python frames (0 written out: none). */
+size_t tb_stack_py(struct tb *b, uint32_t id, uint32_t n, const uint64_t *frames, uint64_t pystack);
+/* A PYSTACK: code[i] is written as is (code id << 1 | entry), then lasti[i]. */
+size_t tb_pystack(struct tb *b, uint64_t id, uint32_t n, const uint64_t *code,
+                  const uint64_t *lasti);
 size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_line, const char *file,
-		 const char *name, const void *linetable, size_t len);
-size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size, uint32_t stack);
+                 const char *name, const void *linetable, size_t len);
+size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size,
+                uint32_t stack);
 size_t tb_free(struct tb *b, uint64_t t, uint64_t addr);
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,
-		  uint64_t size, uint32_t stack);
+                  uint64_t size, uint32_t stack);
 size_t tb_fail(struct tb *b, uint64_t t, unsigned fn, uint64_t size, uint32_t stack, uint32_t err);
 size_t tb_mmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len, uint32_t stack);
 size_t tb_munmap(struct tb *b, uint64_t t, uint64_t addr, uint64_t len);
 size_t tb_mremap(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t old_len,
-		 uint64_t addr, uint64_t len, uint32_t stack);
+                 uint64_t addr, uint64_t len, uint32_t stack);
 size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
 /* A SAMPLE with n values in enum mt_sample_field order; ns is its CLOCK_MONOTONIC pair. */
 size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n);
