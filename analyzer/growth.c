@@ -83,7 +83,8 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 	struct fit t, k = {0};
 	int w0;
 
-	if (!ser->n || (w0 = rise_start(s)) < 0)
+	/* fewer MARKs replayed than the first pass counted: a corrupt trace, no figure per mark */
+	if (!ser->n || (ser->marks && in->nmarks < ser->n) || (w0 = rise_start(s)) < 0)
 		return 0;
 	rise = s->last - s->floor[w0];
 	total = in->kind[MT_KIND_HOST].peak_bytes + in->kind[MT_KIND_MMAP].peak_bytes;
@@ -102,7 +103,9 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 		/* each mark starts a step: the steps measured are the marks from the rise on */
 		g.bytes_per_mark = (double)rise / (double)span;
 		g.grown_bytes = (int64_t)(g.bytes_per_mark * (double)(span + 1) + 0.5);
-		ns = in->marks[ser->n - 1].ns - in->marks[first].ns;
+		ns = in->marks[ser->n - 1].ns > in->marks[first].ns
+		             ? in->marks[ser->n - 1].ns - in->marks[first].ns
+		             : 0;
 	} else {
 		g.grown_bytes = (int64_t)rise;
 		ns = (uint64_t)((long double)(ser->end_ns - ser->start_ns) * (long double)span /
