@@ -18,7 +18,9 @@
  * evenly spaced moments and every MARK) only appends its x to a prefix-sum
  * array; a stack's entry adds its live bytes, unchanged since it was last
  * synced, for all checkpoints passed since then, the next time it changes,
- * and once more at the end. A checkpoint is O(1), an event O(1) more.
+ * and once more at the end; likewise the floors of the growth series'
+ * windows those checkpoints fall in (at most MT_GROWTH_WINDOWS). A
+ * checkpoint is O(1), an event O(1) more.
  *
  * May not: print; hold more than one chunk per thread of the instance being
  * replayed.
