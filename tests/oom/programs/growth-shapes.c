@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MiB (1024 * 1024)
+#define MiB       (1024 * 1024)
 #define MAX_STEPS 1000
 
 static char *kept[MAX_STEPS];
@@ -60,7 +60,8 @@ int main(int argc, char **argv)
 	int steps;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: growth-shapes leak|startup|plateau|fall STEPS marks|nomarks\n");
+		fprintf(stderr,
+		        "usage: growth-shapes leak|startup|plateau|fall STEPS marks|nomarks\n");
 		return 2;
 	}
 	shape = argv[1];
