@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Diagnosis (see diagnosis.h): growth fits, the sampler's series, the
+ * Diagnosis (see diagnosis.h): the sampler's series, the
  * fragmentation findings, the post-mortem and the tree's combined peak.
  *
  * Findings are sentences built here, not in the report, so that the text and
@@ -41,93 +41,6 @@ void mt_size_text(char *buf, size_t n, uint64_t bytes)
 		u++;
 	}
 	snprintf(buf, n, "%.*f %s", v < 10.0 ? 2 : v < 100.0 ? 1 : 0, v, units[u]);
-}
-
-/* ---- growth ---- */
-
-struct fit {
-	long double slope, r2;
-	bool rising;
-};
-
-/*
- * Least squares of y over x from the sums. The numerators are exact in 128
- * bits (a difference of two large sums loses everything in a double); only
- * the final quotients are floating point.
- */
-static struct fit fit_sums(uint64_t n, mt_u128 sx, mt_u128 sxx, mt_u128 sy, mt_u128 sxy,
-                           mt_u128 syy)
-{
-	struct fit f = {0};
-	mt_i128 dx, dy, num;
-
-	if (n < 2)
-		return f;
-	dx = (mt_i128)(n * sxx - sx * sx);
-	num = (mt_i128)(n * sxy) - (mt_i128)(sx * sy);
-	dy = (mt_i128)(n * syy - sy * sy);
-	if (dx <= 0)
-		return f;
-	f.slope = (long double)num / (long double)dx;
-	f.r2 = dy > 0 ? ((long double)num / (long double)dx) * ((long double)num / (long double)dy)
-	              : 0;
-	f.rising = num > 0;
-	return f;
-}
-
-int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
-                           const struct mt_stack_stats *s)
-{
-	const struct mt_checkpoints *c = &in->checkpoints;
-	uint64_t m = in->nmarks;
-	struct fit t, k = {0};
-	struct mt_growth g = {0};
-	bool by_time, by_mark;
-
-	if (!s->t_sy && !s->m_sy)
-		return 0; /* never live at a checkpoint */
-	t = fit_sums(c->n, c->sx, c->sxx, s->t_sy, s->t_sxy, s->t_syy);
-	if (m >= 2)
-		k = fit_sums(m, (mt_u128)m * (m - 1) / 2, (mt_u128)(m - 1) * m * (2 * m - 1) / 6,
-		             s->m_sy, s->m_sxy, s->m_syy);
-	by_time = c->n >= 3 && t.rising && t.r2 >= MT_GROWTH_MIN_R2 && t.slope * c->last_x >= 1;
-	/* two marks always fit a line: it takes three to say anything of the fit */
-	by_mark = m >= 3 && k.rising && k.r2 >= MT_GROWTH_MIN_R2 && k.slope >= 1;
-	if (!by_time && !by_mark)
-		return 0;
-	g.kind = s->kind;
-	g.stack = s->stack;
-	g.stack_instance = s->stack_instance;
-	g.bytes_per_second = (double)(t.slope * 1e9L);
-	g.grown_bytes = by_time ? (int64_t)(t.slope * c->last_x + 0.5L)
-	                        : (int64_t)(k.slope * (long double)(m - 1) + 0.5L);
-	g.r2 = (double)t.r2;
-	g.per_mark = m >= 2;
-	g.bytes_per_mark = (double)k.slope;
-	g.r2_per_mark = m >= 3 ? (double)k.r2 : 0;
-	if (d->ngrowth == d->growth_cap) {
-		size_t cap = d->growth_cap ? d->growth_cap * 2 : 16;
-		void *p = realloc(d->growth, cap * sizeof(*d->growth));
-		if (!p)
-			return -ENOMEM;
-		d->growth = p;
-		d->growth_cap = cap;
-	}
-	d->growth[d->ngrowth++] = g;
-	return 0;
-}
-
-static int cmp_growth(const void *a, const void *b)
-{
-	const struct mt_growth *x = a, *y = b;
-
-	if (x->grown_bytes != y->grown_bytes)
-		return x->grown_bytes > y->grown_bytes ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->stack_instance != y->stack_instance)
-		return x->stack_instance < y->stack_instance ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
 /* ---- glibc's dynamic mmap threshold ---- */
@@ -368,8 +281,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 {
 	struct mt_fragmentation *f = &d->frag;
 
-	if (d->ngrowth > 1)
-		qsort(d->growth, d->ngrowth, sizeof(*d->growth), cmp_growth);
+	mt_growth_sort(d);
 	summarize(&d->mem, in);
 	memset(f, 0, sizeof(*f));
 	for (uint64_t i = 0; i < in->nsamples; i++) {

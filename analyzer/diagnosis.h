@@ -2,15 +2,16 @@
 /*
  * Diagnosis: from one replayed process instance, the causes of running out
  * of memory rather than the figures alone. Growth (stacks whose live bytes
- * climb, fitted by least squares over the replay's checkpoints, per second
- * and per MARK); the sampler's series (RSS, Pss, Private_Dirty, the glibc
+ * keep rising to the end, with what they gained per MARK and per second);
+ * the sampler's series (RSS, Pss, Private_Dirty, the glibc
  * heap, the cgroup) with the fragmentation findings it supports, each with
  * its figure and what to do; the post-mortem of a killed process; and, over
  * all instances, the process tree's combined RSS and Pss.
  *
- * The analysis (analysis.c) feeds it: every stack's growth sums at the end
- * of an instance, the frees and large allocations that move glibc's dynamic
- * mmap threshold as they are replayed (O(1) each), then finish.
+ * The analysis (analysis.c) feeds it: every stack's growth figures at the
+ * end of an instance (judged in growth.c), the frees and large allocations
+ * that move glibc's dynamic mmap threshold as they are replayed (O(1)
+ * each), then finish.
  *
  * May not: print, symbolize, or keep anything per event. Errors are
  * negative errno.
@@ -24,20 +25,28 @@
 
 #include "replay.h"
 
-/* A stack whose live bytes grow. */
+/*
+ * A stack whose live bytes keep rising to the end of the run (growth.c says
+ * when). Its figures are observed, from where the rise began to the end of
+ * the growth series (struct mt_growth_series): the last MARK with marks, the
+ * instance's last record without. Summing them over stacks is meaningful.
+ */
 struct mt_growth {
 	enum mt_kind kind;
 	uint32_t stack, stack_instance;
-	double bytes_per_second; /* least-squares slope of live bytes over time */
-	int64_t grown_bytes;     /* what the fit says grew over the instance's life */
-	bool per_mark;           /* two marks or more: bytes_per_mark is known */
-	double bytes_per_mark;   /* slope of live bytes over the mark index */
-	double r2;               /* of the fit over time */
-	double r2_per_mark;      /* of the fit over marks; 0 without 3 marks */
+	/* live bytes where the rise began (the floor of that window) and at the end */
+	uint64_t from_bytes, end_bytes;
+	/*
+	 * With marks: bytes_per_mark x the marks from the rise's start to the
+	 * end (each mark starts a step); without: end_bytes - from_bytes.
+	 */
+	int64_t grown_bytes;
+	bool per_mark;           /* the series is the marks: bytes_per_mark is known */
+	double bytes_per_mark;   /* (end_bytes - from_bytes) / marks between them */
+	double bytes_per_second; /* end_bytes - from_bytes over the time between them */
+	double r2;               /* of a least-squares line over all checkpoints: how straight */
+	double r2_per_mark;      /* the same over all marks; 0 with fewer than 3 */
 };
-
-/* The fit must explain this much of the variance for a stack to be called growing. */
-#define MT_GROWTH_MIN_R2 0.5
 
 /* The sampler's series, summed up. */
 struct mt_memory_over_time {
@@ -120,9 +129,11 @@ struct mt_tree {
 	uint64_t time_ns; /* of the RSS peak, ns from the first process's start */
 };
 
-/* One stack's growth sums (after the instance's replay); keeps it if it grows. */
+/* One stack's growth figures (after the instance's replay); keeps it if it grows (growth.c). */
 int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
                            const struct mt_stack_stats *s);
+/* Largest grown_bytes first (growth.c). */
+void mt_growth_sort(struct mt_diagnosis *d);
 /* During the replay: a host FREE of `size` bytes; a host allocation of `size`. */
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
                             uint64_t time);

@@ -377,9 +377,9 @@ static int cmp_growth(const void *x, const void *y)
 }
 
 /*
- * A group grows by what its growing stacks grow: their slopes and grown
- * bytes add up (a least-squares slope of a sum is the sum of the slopes);
- * the fit's r2 is that of the stack that grew most.
+ * A group grows by what its growing stacks grow: their live bytes at the
+ * rise's start and at the end, their rates and grown bytes add up; the
+ * r2 figures are those of the stack that grew most.
  */
 static int group_growth(struct mt_analysis *a, struct mt_diagnosis *d)
 {
@@ -416,6 +416,8 @@ static int group_growth(struct mt_analysis *a, struct mt_diagnosis *d)
 				o->r2_per_mark = g.r2_per_mark;
 			}
 			o->bytes_per_second += g.bytes_per_second;
+			o->from_bytes += g.from_bytes;
+			o->end_bytes += g.end_bytes;
 			o->grown_bytes += g.grown_bytes;
 			o->bytes_per_mark += g.bytes_per_mark;
 			o->per_mark = o->per_mark || g.per_mark;

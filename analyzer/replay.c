@@ -18,7 +18,9 @@
  * evenly spaced moments and every MARK) only appends its x to a prefix-sum
  * array; a stack's entry adds its live bytes, unchanged since it was last
  * synced, for all checkpoints passed since then, the next time it changes,
- * and once more at the end. A checkpoint is O(1), an event O(1) more.
+ * and once more at the end; likewise the floors of the growth series'
+ * windows those checkpoints fall in (at most MT_GROWTH_WINDOWS). A
+ * checkpoint is O(1), an event O(1) more.
  *
  * May not: print; hold more than one chunk per thread of the instance being
  * replayed.
@@ -369,6 +371,9 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 		return mt_pystacks_add_code(&in->priv->py, rec);
 	case MT_REC_PYSTACK:
 		return mt_pystacks_add_pystack(&in->priv->py, rec);
+	case MT_REC_MARK:
+		in->marks_total++;
+		return 0;
 	case MT_REC_SAMPLE:
 		mt_clock_fit_add(&r->fit, rec->time, rec->u.sample.ns);
 		return 0;
@@ -532,6 +537,31 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 
 /* ---- accounting ---- */
 
+/* Positions of the growth series passed so far. */
+static uint32_t series_pos(const struct mt_instance *in)
+{
+	return in->series.marks ? in->nmarks : in->priv->next_even;
+}
+
+/* The floors of the windows of positions a .. b-1, where the stack held y bytes. */
+static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s)
+{
+	const uint64_t n = in->series.n, y = s->live_bytes;
+	uint32_t a = s->g_synced, b = series_pos(in);
+
+	if (b > n)
+		b = (uint32_t)n; /* more MARKs than the first pass counted: a corrupt trace */
+	if (a >= b)
+		return;
+	for (uint64_t w = (uint64_t)a * MT_GROWTH_WINDOWS / n;
+	     w <= (uint64_t)(b - 1) * MT_GROWTH_WINDOWS / n; w++)
+		if (y < s->floor[w])
+			s->floor[w] = y;
+	if (b == n)
+		s->last = y;
+	s->g_synced = b;
+}
+
 /* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last
  * sync. */
 static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
@@ -562,6 +592,7 @@ static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
 		}
 		s->m_synced = (uint32_t)b;
 	}
+	sync_floors(in, s);
 }
 
 /* A growth checkpoint at `ticks`: the live set as it is now. */
@@ -651,6 +682,7 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 	}
 	m = &in->marks[in->nmarks];
 	m->time = rec->time;
+	m->ns = mt_clock_ns(p->fit, rec->time);
 	m->label = dup_bytes(rec->u.mark.label, false);
 	if (!m->label)
 		return -ENOMEM;
@@ -684,8 +716,13 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		/* nothing was live before: the checkpoints passed add nothing */
 		s->t_synced = in->checkpoints.n;
 		s->m_synced = in->nmarks;
+		/* but the floors of the windows passed do: nothing was live there */
+		for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
+			s->floor[w] = UINT64_MAX;
+		s->g_synced = 0;
 	}
-	if (s->t_synced != in->checkpoints.n || s->m_synced != in->nmarks)
+	if (s->t_synced != in->checkpoints.n || s->m_synced != in->nmarks ||
+	    s->g_synced != series_pos(in))
 		sync_growth(in, s);
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
@@ -1182,6 +1219,10 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	p->fit = &r->fit;
 	p->even_start = in->have_process ? in->start_time : p->first_time;
 	p->even_end = in->end_time > p->even_start ? in->end_time : p->even_start;
+	in->series.marks = in->marks_total >= MT_GROWTH_WINDOWS;
+	in->series.n = in->series.marks ? in->marks_total : MT_EVEN_CHECKPOINTS;
+	in->series.start_ns = mt_clock_ns(&r->fit, p->even_start);
+	in->series.end_ns = mt_clock_ns(&r->fit, p->even_end);
 	if (p->seed) {
 		ret = seed_child(in);
 		if (ret < 0)

@@ -108,6 +108,7 @@ struct mt_sample_point {
 /* One MARK record, and the bytes live of every kind when it was made. */
 struct mt_mark_point {
 	uint64_t time; /* ticks */
+	uint64_t ns;   /* the same moment on the clock of the samples */
 	char *label;   /* NUL-terminated copy */
 	uint64_t live[MT_KIND_COUNT];
 };
@@ -122,6 +123,20 @@ struct mt_checkpoints {
 	uint32_t n;
 	uint64_t first_ns, last_x; /* the first one's ns; the last one's x */
 	mt_u128 sx, sxx;
+};
+
+/*
+ * The positions at which growth is judged: the instance's MARKs when it
+ * made at least MT_GROWTH_WINDOWS of them (a step of the program each), else
+ * the MT_EVEN_CHECKPOINTS evenly spaced checkpoints from start_tick to
+ * end_tick. Cut in MT_GROWTH_WINDOWS windows of consecutive positions,
+ * position i in window i * MT_GROWTH_WINDOWS / n.
+ */
+#define MT_GROWTH_WINDOWS 8
+struct mt_growth_series {
+	bool marks;
+	uint32_t n;
+	uint64_t start_ns, end_ns; /* of the evenly spaced checkpoints */
 };
 
 struct mt_instance_priv;
@@ -156,6 +171,8 @@ struct mt_instance {
 	struct mt_mark_point *marks; /* every MARK, in time order */
 	uint32_t nmarks;
 	struct mt_checkpoints checkpoints;
+	struct mt_growth_series series;
+	uint32_t marks_total; /* MARK records, counted by the first pass */
 	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown.
 	 */
 	uint64_t last_free_size;
@@ -201,6 +218,15 @@ struct mt_stack_stats {
 	mt_u128 t_sy, t_sxy, t_syy;
 	mt_u128 m_sy, m_sxy, m_syy;
 	uint32_t t_synced, m_synced; /* internal: checkpoints and marks the sums include */
+	/*
+	 * The shape of the rise, over the instance's growth series (struct
+	 * mt_growth_series): floor[w] is the least live_bytes at a position of
+	 * window w, last the live bytes at the series' last position. Least, so
+	 * that blocks freed within a step do not count, only what stays.
+	 */
+	uint64_t floor[MT_GROWTH_WINDOWS];
+	uint64_t last;
+	uint32_t g_synced; /* internal: positions of the series the floors include */
 };
 
 /* Host and mmap are always shown; another kind once something of it happened. */

@@ -214,6 +214,8 @@ static json_t *growth_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "kind", json_string(mt_kind_name(g->kind)));
 	json_object_set_new(o, "bytes_per_second", json_real(g->bytes_per_second));
 	json_object_set_new(o, "grown_bytes", json_integer(g->grown_bytes));
+	json_object_set_new(o, "from_bytes", mt_json_u64(g->from_bytes));
+	json_object_set_new(o, "end_bytes", mt_json_u64(g->end_bytes));
 	json_object_set_new(o, "bytes_per_mark",
 	                    g->per_mark ? json_real(g->bytes_per_mark) : json_null());
 	json_object_set_new(o, "r2", json_real(g->r2));

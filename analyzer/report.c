@@ -223,18 +223,20 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 static void print_growth_line(struct mt_analysis *a, struct mt_sym *syms, const struct mt_growth *g,
                               const char *indent)
 {
-	char b1[32], b2[32], b3[32], frame[1024];
+	char b1[32], b2[32], b3[32], from[32], end[32], frame[1024];
 
 	mt_size_text(b1, sizeof(b1), g->grown_bytes > 0 ? (uint64_t)g->grown_bytes : 0);
 	mt_size_text(b2, sizeof(b2), g->bytes_per_second > 0 ? (uint64_t)g->bytes_per_second : 0);
+	mt_size_text(from, sizeof(from), g->from_bytes);
+	mt_size_text(end, sizeof(end), g->end_bytes);
 	stack_label(a, syms, g->stack_instance, g->stack, frame, sizeof(frame));
 	printf("%sgrows", indent);
-	if (g->per_mark && g->bytes_per_mark > 0) {
+	if (g->per_mark) {
 		mt_size_text(b3, sizeof(b3), (uint64_t)g->bytes_per_mark);
 		printf(": %s per mark,", b3);
 	}
-	printf(" %s/s, %s in all (%s, fit r2 %.2f), by %s\n", b2, b1, mt_kind_name(g->kind), g->r2,
-	       frame);
+	printf(" %s in all (live %s to %s), %s/s (%s), by %s\n", b1, from, end, b2,
+	       mt_kind_name(g->kind), frame);
 	/* a group's label is a library's line as often as not: its Python frames say whose */
 	if (syms[0].tail) {
 		snprintf(frame, sizeof(frame), "%s    ", indent);

@@ -108,7 +108,7 @@ export function diagnosisSection(proc) {
     const top = g.stack.label || '(no stack recorded)';
     items.push(el('li', { class: 'warn' }, el('strong', null, 'Grows: '),
       g.bytes_per_mark != null && g.bytes_per_mark > 0 ? `${size(g.bytes_per_mark)} per mark, ` : '',
-      `${size(Math.max(0, g.bytes_per_second))}/s, ${size(Math.max(0, g.grown_bytes))} in all (${g.kind}, fit r² ${g.r2.toFixed(2)}), by `,
+      `${size(Math.max(0, g.grown_bytes))} in all (live ${size(g.from_bytes)} to ${size(g.end_bytes)}), ${size(Math.max(0, g.bytes_per_second))}/s (${g.kind}), by `,
       el('code', null, top)));
   }
   if (d.growth_total > Math.min(d.growth.length, GROWTH_SHOWN))
