@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "diagnosis.h"
+#include "heap-findings.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
@@ -204,7 +205,8 @@ static void summarize(struct mt_memory_over_time *mem, const struct mt_instance 
 	}
 }
 
-static struct mt_finding *finding(struct mt_fragmentation *f, const char *name, uint64_t figure)
+struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const char *name,
+                                            uint64_t figure)
 {
 	struct mt_finding *x;
 
@@ -228,7 +230,7 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 	/* a gap under a quarter of RSS is code, stacks and ordinary allocator slack */
 	if (f->rss_minus_live_peak < (int64_t)FINDING_GAP_MIN || g < f->rss / 4)
 		return;
-	if (!(x = finding(f, "rss-above-live", g)))
+	if (!(x = mt_diagnosis_add_finding(f, "rss-above-live", g)))
 		return;
 	mt_size_text(gap, sizeof(gap), g);
 	mt_size_text(rss, sizeof(rss), f->rss);
@@ -284,7 +286,8 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole
 	 * pages) */
 	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last &&
-	    inside >= mem->heap_arena_last / 4 && (x = finding(f, "heap-fragmented", inside))) {
+	    inside >= mem->heap_arena_last / 4 &&
+	    (x = mt_diagnosis_add_finding(f, "heap-fragmented", inside))) {
 		mt_size_text(a, sizeof(a), inside);
 		mt_size_text(b, sizeof(b), mem->heap_arena_last);
 		mt_size_text(c, sizeof(c), mem->heap_in_use_last);
@@ -303,7 +306,7 @@ static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_ove
 		         "fragment less");
 	}
 	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
-	    (x = finding(f, "trimmable-top", mem->heap_trimmable_last))) {
+	    (x = mt_diagnosis_add_finding(f, "trimmable-top", mem->heap_trimmable_last))) {
 		mt_size_text(a, sizeof(a), mem->heap_trimmable_last);
 		snprintf(x->text, sizeof(x->text),
 		         "at the end the top of the heap held %s free that glibc did not give back "
@@ -341,7 +344,7 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	    mmapped_max > base->values[MT_SAMPLE_HEAP_MMAPPED])
 		return;
 	grew = arena_max - base->values[MT_SAMPLE_HEAP_ARENA];
-	if (grew < MIB || !(x = finding(f, "mmap-threshold-raised", grew)))
+	if (grew < MIB || !(x = mt_diagnosis_add_finding(f, "mmap-threshold-raised", grew)))
 		return;
 	mt_size_text(t, sizeof(t), m->threshold);
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
@@ -393,6 +396,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 	if (d->mem.samples) {
 		heap_findings(f, &d->mem);
 		mmap_threshold_finding(f, in, &d->mmap_threshold);
+		mt_heap_findings(d, in, fit);
 	}
 	memset(&d->post_mortem, 0, sizeof(d->post_mortem));
 	d->post_mortem.killed = in->end == MT_END_KILLED;

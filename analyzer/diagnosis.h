@@ -50,11 +50,11 @@ struct mt_memory_over_time {
 	uint64_t cgroup_current_peak, cgroup_max; /* cgroup_max: the last known limit, 0 none */
 };
 
-#define MT_FINDINGS_MAX 6
+#define MT_FINDINGS_MAX 8
 
 struct mt_finding {
 	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top",
-	                     "mmap-threshold-raised" */
+	                     "mmap-threshold-raised", "rss-grows-not-live" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
 	char text[384];   /* what was seen */
 	char advice[640]; /* what to do */
@@ -129,6 +129,10 @@ void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
+
+/* A new finding of f, NULL when f holds MT_FINDINGS_MAX already. */
+struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const char *name,
+                                            uint64_t figure);
 
 /* 1023 B, 1.50 KiB, 12.0 MiB, 100 GiB: sizes as every report prints them. */
 void mt_size_text(char *buf, size_t n, uint64_t bytes);

@@ -628,6 +628,7 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	sp = &in->samples[in->nsamples++];
 	sp->time = rec->time;
 	sp->live_host = in->kind[MT_KIND_HOST].live_bytes;
+	sp->live_mmap = in->kind[MT_KIND_MMAP].live_bytes;
 	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
 	return 0;
 }

@@ -96,10 +96,11 @@ struct mt_module {
 	struct mt_segment *seg;
 };
 
-/* One SAMPLE record, and the host bytes live when it was taken. */
+/* One SAMPLE record, and the bytes live when it was taken. */
 struct mt_sample_point {
 	uint64_t time;                          /* ticks */
 	uint64_t live_host;                     /* live host bytes at that moment in the replay */
+	uint64_t live_mmap;                     /* live anonymous mmap bytes then */
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 

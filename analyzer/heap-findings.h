@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Findings about the malloc heap that judge the sampler's series against
+ * what the replay knows was live: RSS that grows while live memory does not
+ * (rss-grows-not-live). Each is a small function over one instance's
+ * samples and marks, adding to the diagnosis's findings (diagnosis.h).
+ *
+ * May not: print, symbolize, keep anything per event.
+ */
+#ifndef MEMTRACE_ANALYZER_HEAP_FINDINGS_H
+#define MEMTRACE_ANALYZER_HEAP_FINDINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diagnosis.h"
+
+/*
+ * The steady part of an instance's life, in ticks: from its first MARK to
+ * its last when it has two or more, else from a quarter of its life to its
+ * last twentieth (start-up and teardown, imports and interpreter exit,
+ * left out). False when the instance has no life to speak of.
+ */
+bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t *to);
+
+/* After the series are summed up: adds the heap findings to d->frag. */
+void mt_heap_findings(struct mt_diagnosis *d, const struct mt_instance *in,
+                      const struct mt_clock_fit *fit);
+
+#endif
