@@ -56,16 +56,31 @@ struct mt_finding {
 	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top",
 	                     "mmap-threshold-raised", "rss-grows-not-live" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
-	char text[384];   /* what was seen */
+	char text[512];   /* what was seen */
 	char advice[640]; /* what to do */
 };
 
 struct mt_fragmentation {
 	bool have; /* a sample with RSS known */
-	/* the sample where RSS minus live host bytes was largest (may be negative) */
-	int64_t rss_minus_live_peak;
-	uint64_t time; /* ticks */
-	uint64_t rss, live_host_bytes, heap_free, heap_trimmable;
+	/*
+	 * The moment judged: of the RSS peak, the end of the steady phase
+	 * (heap-findings.h) and, for a killed process, death, the one where
+	 * anonymous RSS stood highest above the bytes traced live. A process's
+	 * start-up and teardown (imports, interpreter exit) are no moment.
+	 */
+	const char *moment;      /* "rss-peak", "steady-end", "death" */
+	const char *moment_text; /* the same in a sentence: "RSS peak", ... */
+	uint64_t time;           /* ticks */
+	uint64_t rss, rss_anon, rss_file, live_host_bytes, live_mmap_bytes;
+	int64_t rss_minus_live_peak; /* rss - live_host_bytes then (may be negative) */
+	int64_t anon_minus_traced;   /* rss_anon - live host and mmap bytes then */
+	/*
+	 * The heap's figures of that moment: of the latest sample at or before
+	 * it whose figures were taken at its own moment (a sample may carry
+	 * older ones), with the live host bytes of that moment.
+	 */
+	uint64_t heap_time, heap_live_host;
+	uint64_t heap_arena, heap_in_use, heap_free, heap_trimmable;
 	/*
 	 * What malloc_trim(0) would give back at that moment, at most: the
 	 * heap's free bytes (fordblks). glibc's malloc_trim releases the top

@@ -2,8 +2,9 @@
 /*
  * Findings about the malloc heap that judge the sampler's series against
  * what the replay knows was live: RSS that grows while live memory does not
- * (rss-grows-not-live). Each is a small function over one instance's
- * samples and marks, adding to the diagnosis's findings (diagnosis.h).
+ * (rss-grows-not-live), and RSS against
+ * everything traced at the moments that matter (rss-above-live). Each is a small function over one
+ * instance's samples and marks, adding to the diagnosis's findings (diagnosis.h).
  *
  * May not: print, symbolize, keep anything per event.
  */
@@ -17,13 +18,23 @@
 
 /*
  * The steady part of an instance's life, in ticks: from its first MARK to
- * its last when it has two or more, else from a quarter of its life to its
- * last twentieth (start-up and teardown, imports and interpreter exit,
- * left out). False when the instance has no life to speak of.
+ * its last when it has two or more; else from a quarter of its life to the
+ * last sample where the bytes traced live (host and mmap) stood within 5%
+ * of their most in the last fifth of the life, so that start-up (imports)
+ * and teardown (an
+ * interpreter's exit, destructors, which free and leave RSS where it was)
+ * are left out. False when the instance has no such part.
  */
 bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t *to);
 
-/* After the series are summed up: adds the heap findings to d->frag. */
+/*
+ * Chooses the moment d->frag is of, fills in its figures and judges
+ * rss-above-live there (the first of the findings over the sampler's series).
+ */
+void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
+                    const struct mt_clock_fit *fit);
+
+/* After the series are summed up and the moment judged: adds the heap findings to d->frag. */
 void mt_heap_findings(struct mt_diagnosis *d, const struct mt_instance *in,
                       const struct mt_clock_fit *fit);
 

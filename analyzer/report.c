@@ -338,7 +338,8 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 			printf("  still running: the figures are those of the trace so far\n");
 			break;
 		case MT_END_CUT:
-			printf("  end unknown: the trace file was cut, and this process's end may be "
+			printf("  end unknown: the trace file was cut, and this process's end may "
+			       "be "
 			       "in what is missing\n");
 			break;
 		}
