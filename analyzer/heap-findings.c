@@ -273,6 +273,26 @@ static const struct mt_sample_point *heap_sample(const struct mt_instance *in, u
 	return NULL;
 }
 
+/*
+ * What malloc_trim(0) gives back at sample h: the heap's whole free pages,
+ * its free top among them. The heap's pages (the arenas' `arena` bytes) less
+ * those that live host blocks touch, the blocks glibc mmapped apart (its
+ * `hblkhd` bytes) taken out of theirs; no more than the free bytes, and no
+ * less than the free top.
+ */
+static uint64_t trim_would_return(const struct mt_sample_point *h)
+{
+	uint64_t arena = h->values[MT_SAMPLE_HEAP_ARENA],
+	         mmapped = h->values[MT_SAMPLE_HEAP_MMAPPED];
+	uint64_t in_heap = h->host_pages > mmapped ? h->host_pages - mmapped : 0;
+	uint64_t whole = arena > in_heap ? arena - in_heap : 0;
+
+	if (whole > h->values[MT_SAMPLE_HEAP_FREE])
+		whole = h->values[MT_SAMPLE_HEAP_FREE];
+	return whole > h->values[MT_SAMPLE_HEAP_TRIMMABLE] ? whole
+	                                                   : h->values[MT_SAMPLE_HEAP_TRIMMABLE];
+}
+
 struct moment {
 	const char *name, *text;
 	uint64_t sample; /* index; UINT64_MAX: none */
@@ -317,7 +337,7 @@ static void moments(const struct mt_instance *in, struct moment m[3])
 static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance *in,
                            const struct mt_clock_fit *clk)
 {
-	char gap[32], anon[32], rss[32], file[32], live[32], mm[32], hfree[32], trim[32];
+	char gap[32], anon[32], rss[32], file[32], live[32], mm[32], hfree[32], trim[32], ret[32];
 	struct mt_finding *x;
 	uint64_t g = (uint64_t)f->anon_minus_traced, heap_free = f->heap_free;
 	double at = (double)(mt_clock_ns(clk, f->time) - mt_clock_ns(clk, in->start_time)) / 1e9;
@@ -341,6 +361,7 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 	mt_size_text(mm, sizeof(mm), f->live_mmap_bytes);
 	mt_size_text(hfree, sizeof(hfree), f->heap_free);
 	mt_size_text(trim, sizeof(trim), f->heap_trimmable);
+	mt_size_text(ret, sizeof(ret), f->trim_would_return);
 	snprintf(x->text, sizeof(x->text),
 	         "at the %s (%.3f s) anonymous RSS %s is %s above what memtrace traced live (%s "
 	         "of heap blocks, %s of mmap); RSS %s in all, %s file-backed; the heap held %s "
@@ -351,11 +372,12 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 		 */
 		snprintf(x->advice, sizeof(x->advice),
 		         "the gap is free memory the malloc heap keeps: malloc_trim(0) after the "
-		         "phase that freed it returns the free top and the whole free pages "
-		         "(trim_would_return); lower MALLOC_TRIM_THRESHOLD_ so glibc trims by "
+		         "phase that freed it returns %s (the free top and the whole free pages "
+		         "between live blocks); lower MALLOC_TRIM_THRESHOLD_ so glibc trims by "
 		         "itself%s; MALLOC_MMAP_THRESHOLD_ keeps large blocks out of the heap; an "
 		         "allocator that returns memory eagerly (jemalloc, tcmalloc) is the "
 		         "lasting fix",
+		         ret,
 		         in->threads > 2 ? "; with several threads, MALLOC_ARENA_MAX=2 stops "
 		                           "per-thread arenas from each keeping free memory"
 		                         : "");
@@ -407,8 +429,7 @@ void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
 		f->heap_free = h->values[MT_SAMPLE_HEAP_FREE];
 		f->heap_trimmable = h->values[MT_SAMPLE_HEAP_TRIMMABLE];
 	}
-	/* certain: the free top chunk; whole free pages inside the heap may come back too */
-	f->trim_would_return = f->heap_trimmable;
+	f->trim_would_return = h ? trim_would_return(h) : 0;
 	rss_above_live(f, in, clk);
 }
 
