@@ -110,6 +110,21 @@ struct mt_mmap_threshold {
 	uint64_t large_after, large_after_bytes; /* blocks of 128 KiB .. threshold since */
 };
 
+/*
+ * Host blocks glibc served from arenas other than the main heap: nearer the
+ * libraries than the executable (whose end the main heap grows from), not
+ * mmapped on their own (those start 16 bytes into a page). Each such arena
+ * is a heap aligned to 64 MiB: its blocks' addresses say which.
+ */
+#define MT_ARENAS_MAX 64
+struct mt_arenas {
+	uint32_t modules_seen;         /* in->nmodules when floor was found */
+	uint64_t floor;                /* lowest library base; UINT64_MAX: unknown */
+	uint64_t heaps[MT_ARENAS_MAX]; /* 64 MiB regions with such blocks (at most) */
+	uint32_t nheaps;
+	uint64_t blocks, bytes; /* allocated there */
+};
+
 struct mt_diagnosis {
 	struct mt_growth *growth; /* sorted by grown_bytes, largest first */
 	size_t ngrowth, growth_cap;
@@ -117,6 +132,7 @@ struct mt_diagnosis {
 	struct mt_fragmentation frag;
 	struct mt_post_mortem post_mortem;
 	struct mt_mmap_threshold mmap_threshold;
+	struct mt_arenas arenas;
 };
 
 /*
@@ -140,6 +156,9 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
                             uint64_t time);
 void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
+/* During the replay: a host block allocated at addr (heap-findings.c). */
+void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                             uint64_t size);
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
