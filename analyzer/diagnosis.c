@@ -319,6 +319,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 			heap_findings(f);
 		mmap_threshold_finding(f, in, &d->mmap_threshold);
 		mt_heap_findings(d, in, fit);
+		mt_arena_bloat(d, in, fit);
 	}
 	memset(&d->post_mortem, 0, sizeof(d->post_mortem));
 	d->post_mortem.killed = in->end == MT_END_KILLED;

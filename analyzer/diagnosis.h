@@ -54,7 +54,7 @@ struct mt_memory_over_time {
 
 struct mt_finding {
 	const char *name; /* "rss-above-live", "heap-fragmented", "trimmable-top",
-	                     "mmap-threshold-raised", "rss-grows-not-live" */
+	                     "mmap-threshold-raised", "rss-grows-not-live", "arena-bloat" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
 	char text[512];   /* what was seen */
 	char advice[640]; /* what to do */

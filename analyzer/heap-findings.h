@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Findings about the malloc heap that judge the sampler's series against
- * what the replay knows was live: RSS that grows while live memory does not
- * (rss-grows-not-live), and RSS against
- * everything traced at the moments that matter (rss-above-live). Each is a small function over one
- * instance's samples and marks, adding to the diagnosis's findings (diagnosis.h).
+ * what the replay knows was live, each a small function over one instance's
+ * samples and marks adding to the diagnosis's findings (diagnosis.h): RSS
+ * against everything traced at the moments that matter (rss-above-live,
+ * heap-moment.c), RSS that grows while live memory does not
+ * (rss-grows-not-live, heap-findings.c), and per-thread arenas far above
+ * the live peak (arena-bloat, arenas.c).
  *
  * May not: print, symbolize, keep anything per event.
  */
@@ -34,7 +36,11 @@ bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t
 void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
                     const struct mt_clock_fit *fit);
 
-/* After the series are summed up and the moment judged: adds the heap findings to d->frag. */
+/* arenas.c: arena-bloat, over the blocks mt_diagnosis_note_arena saw. */
+void mt_arena_bloat(struct mt_diagnosis *d, const struct mt_instance *in,
+                    const struct mt_clock_fit *fit);
+
+/* After the series are summed up and the moment judged: rss-grows-not-live. */
 void mt_heap_findings(struct mt_diagnosis *d, const struct mt_instance *in,
                       const struct mt_clock_fit *fit);
 
