@@ -224,28 +224,24 @@ static void heap_findings(struct mt_fragmentation *f)
 {
 	char a[32], b[32], c[32];
 	struct mt_finding *x;
-	uint64_t inside = f->heap_free > f->heap_trimmable ? f->heap_free - f->heap_trimmable : 0;
+	/* free memory in pieces smaller than a page: not even malloc_trim(0) returns it (the
+	 * whole free pages it does return are trim_would_return, the free top among them) */
+	uint64_t pieces =
+	        f->heap_free > f->trim_would_return ? f->heap_free - f->trim_would_return : 0;
 
-	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole
-	 * pages) */
-	if (inside >= FINDING_GAP_MIN && f->heap_arena && inside >= f->heap_arena / 4 &&
-	    (x = mt_diagnosis_add_finding(f, "heap-fragmented", inside))) {
-		mt_size_text(a, sizeof(a), inside);
+	if (pieces >= FINDING_GAP_MIN && f->heap_arena && pieces >= f->heap_arena / 4 &&
+	    (x = mt_diagnosis_add_finding(f, "heap-fragmented", pieces))) {
+		mt_size_text(a, sizeof(a), pieces);
 		mt_size_text(b, sizeof(b), f->heap_arena);
 		mt_size_text(c, sizeof(c), f->heap_in_use);
 		snprintf(x->text, sizeof(x->text),
-		         "at the %s %s of the %s heap was free in pieces between blocks in use "
-		         "(%s in "
-		         "use): free() cannot give it back, and a large request may find no piece "
-		         "big "
-		         "enough",
+		         "at the %s %s of the %s heap was free in pieces smaller than a page "
+		         "between blocks in use (%s in use): neither free() nor malloc_trim(0) can "
+		         "give it back, and a large request may find no piece big enough",
 		         f->moment_text, a, b, c);
 		snprintf(x->advice, sizeof(x->advice),
-		         "malloc_trim(0) returns the whole free pages inside the heap; allocate "
-		         "long-lived "
-		         "and short-lived objects apart (or from a pool), or use "
-		         "jemalloc/tcmalloc, which "
-		         "fragment less");
+		         "allocate long-lived and short-lived objects apart (or from a pool), or "
+		         "use jemalloc/tcmalloc, which fragment less");
 	}
 	if (f->heap_trimmable >= FINDING_TOP_MIN &&
 	    (x = mt_diagnosis_add_finding(f, "trimmable-top", f->heap_trimmable))) {

@@ -79,6 +79,12 @@ def test_trim_would_return_whole_pages():
     _, proc = traced("hold", str(HOLE))
     fr = diagnosis(proc, "fragmentation")
     near("trim_would_return", fr["trim_would_return"], returned, 0.05)
+    found = {f["finding"]: f for f in fr["findings"]}
+    # whole free pages are no fragmentation: malloc_trim(0) gives them back, and says so
+    check("heap-fragmented" not in found, f"heap-fragmented with whole free pages: {found.get('heap-fragmented')}")
+    check("rss-above-live" in found, f"no rss-above-live: {sorted(found)}")
+    advice = found["rss-above-live"]["advice"]
+    check("malloc_trim(0) after the phase that freed it returns 2" in advice, f"advice without the figure: {advice}")
 
 
 main({
