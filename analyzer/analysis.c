@@ -404,8 +404,11 @@ static int analyze_record(struct mt_analysis_run *run, const struct mt_instance 
 	case MT_REC_ALLOC:
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
-		if (rec->u.alloc.kind == MT_KIND_HOST && rec->u.alloc.addr)
+		if (rec->u.alloc.kind == MT_KIND_HOST && rec->u.alloc.addr) {
 			mt_diagnosis_note_alloc(&run->res->diag, rec->u.alloc.size);
+			mt_diagnosis_note_arena(&run->res->diag, in, rec->u.alloc.addr,
+			                        rec->u.alloc.size);
+		}
 		return note_alloc(run, t, (enum mt_kind)rec->u.alloc.kind,
 		                  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
 		                  rec->u.alloc.size, rec->u.alloc.stack);
@@ -431,6 +434,8 @@ static int analyze_record(struct mt_analysis_run *run, const struct mt_instance 
 		if ((r = thread_of(run, rec->chunk, &t)) < 0)
 			return r;
 		mt_diagnosis_note_alloc(&run->res->diag, rec->u.realloc.size);
+		mt_diagnosis_note_arena(&run->res->diag, in, rec->u.realloc.addr,
+		                        rec->u.realloc.size);
 		return note_alloc(run, t, MT_KIND_HOST, rec->u.realloc.addr, rec->u.realloc.size,
 		                  rec->u.realloc.stack);
 	case MT_REC_MMAP:

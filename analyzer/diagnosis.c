@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "diagnosis.h"
+#include "heap-findings.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
@@ -119,8 +120,8 @@ static void summarize(struct mt_memory_over_time *mem, const struct mt_instance 
 	}
 }
 
-struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *name,
-                                        uint64_t figure)
+struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const char *name,
+                                            uint64_t figure)
 {
 	struct mt_finding *x;
 
@@ -133,99 +134,37 @@ struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *
 	return x;
 }
 
-static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance *in,
-                           const struct mt_clock_fit *fit)
-{
-	char gap[32], rss[32], live[32], hfree[32], trim[32], mm[32];
-	struct mt_finding *x;
-	uint64_t g = (uint64_t)f->rss_minus_live_peak;
-	double at = (double)(mt_clock_ns(fit, f->time) - mt_clock_ns(fit, in->start_time)) / 1e9;
-
-	/* a gap under a quarter of RSS is code, stacks and ordinary allocator slack */
-	if (f->rss_minus_live_peak < (int64_t)FINDING_GAP_MIN || g < f->rss / 4)
-		return;
-	if (!(x = mt_diagnosis_finding(f, "rss-above-live", g)))
-		return;
-	mt_size_text(gap, sizeof(gap), g);
-	mt_size_text(rss, sizeof(rss), f->rss);
-	mt_size_text(live, sizeof(live), f->live_host_bytes);
-	mt_size_text(hfree, sizeof(hfree), f->heap_free);
-	mt_size_text(trim, sizeof(trim), f->heap_trimmable);
-	mt_size_text(mm, sizeof(mm), in->kind[MT_KIND_MMAP].live_bytes);
-	snprintf(
-	        x->text, sizeof(x->text),
-	        "RSS %s is %s above the %s of heap blocks live (at %.3f s); the heap held %s free, "
-	        "%s of it trimmable",
-	        rss, gap, live, at, hfree, trim);
-	if (f->heap_free >= g / 2)
-		/* the sampler's thread is one of in->threads: more than two means the program's own
-		 */
-		snprintf(x->advice, sizeof(x->advice),
-		         "the gap is free memory the malloc heap keeps: malloc_trim(0) after the "
-		         "phase "
-		         "that freed it returns the %s trimmable at once, and of the rest only "
-		         "whole free "
-		         "pages (holes between live blocks are not); lower MALLOC_TRIM_THRESHOLD_ "
-		         "so glibc "
-		         "trims by itself%s; MALLOC_MMAP_THRESHOLD_ keeps large blocks out of the "
-		         "heap; "
-		         "an allocator that returns memory eagerly (jemalloc, tcmalloc) is the "
-		         "lasting fix",
-		         trim,
-		         in->threads > 2
-		                 ? "; with several threads, MALLOC_ARENA_MAX=2 stops per-thread "
-		                   "arenas from each keeping free memory"
-		                 : "");
-	else
-		snprintf(
-		        x->advice, sizeof(x->advice),
-		        "most of the gap is not free heap memory: libraries' code and data, thread "
-		        "stacks, file mappings, memory of allocators memtrace does not see "
-		        "(anonymous "
-		        "mmap live at the end: %s); compare Pss and Private_Dirty%s",
-		        mm,
-		        in->threads > 2
-		                ? ", and MALLOC_ARENA_MAX=2 if many threads each have an arena"
-		                : "");
-}
-
-static void heap_findings(struct mt_fragmentation *f, const struct mt_memory_over_time *mem)
+/* Over the heap's figures of the moment judged (struct mt_fragmentation). */
+static void heap_findings(struct mt_fragmentation *f)
 {
 	char a[32], b[32], c[32];
 	struct mt_finding *x;
-	uint64_t inside = mem->heap_free_last > mem->heap_trimmable_last
-	                          ? mem->heap_free_last - mem->heap_trimmable_last
-	                          : 0;
+	/* free memory in pieces smaller than a page: not even malloc_trim(0) returns it (the
+	 * whole free pages it does return are trim_would_return, the free top among them) */
+	uint64_t pieces =
+	        f->heap_free > f->trim_would_return ? f->heap_free - f->trim_would_return : 0;
 
-	/* free memory below in-use blocks: free() cannot return it, malloc_trim(0) can (whole
-	 * pages) */
-	if (inside >= FINDING_GAP_MIN && mem->heap_arena_last &&
-	    inside >= mem->heap_arena_last / 4 &&
-	    (x = mt_diagnosis_finding(f, "heap-fragmented", inside))) {
-		mt_size_text(a, sizeof(a), inside);
-		mt_size_text(b, sizeof(b), mem->heap_arena_last);
-		mt_size_text(c, sizeof(c), mem->heap_in_use_last);
+	if (pieces >= FINDING_GAP_MIN && f->heap_arena && pieces >= f->heap_arena / 4 &&
+	    (x = mt_diagnosis_add_finding(f, "heap-fragmented", pieces))) {
+		mt_size_text(a, sizeof(a), pieces);
+		mt_size_text(b, sizeof(b), f->heap_arena);
+		mt_size_text(c, sizeof(c), f->heap_in_use);
 		snprintf(x->text, sizeof(x->text),
-		         "at the end %s of the %s heap was free in pieces between blocks in use "
-		         "(%s in "
-		         "use): free() cannot give it back, and a large request may find no piece "
-		         "big "
-		         "enough",
-		         a, b, c);
+		         "at the %s %s of the %s heap was free in pieces smaller than a page "
+		         "between blocks in use (%s in use): neither free() nor malloc_trim(0) can "
+		         "give it back, and a large request may find no piece big enough",
+		         f->moment_text, a, b, c);
 		snprintf(x->advice, sizeof(x->advice),
-		         "malloc_trim(0) returns the whole free pages inside the heap; allocate "
-		         "long-lived "
-		         "and short-lived objects apart (or from a pool), or use "
-		         "jemalloc/tcmalloc, which "
-		         "fragment less");
+		         "allocate long-lived and short-lived objects apart (or from a pool), or "
+		         "use jemalloc/tcmalloc, which fragment less");
 	}
-	if (mem->heap_trimmable_last >= FINDING_TOP_MIN &&
-	    (x = mt_diagnosis_finding(f, "trimmable-top", mem->heap_trimmable_last))) {
-		mt_size_text(a, sizeof(a), mem->heap_trimmable_last);
+	if (f->heap_trimmable >= FINDING_TOP_MIN &&
+	    (x = mt_diagnosis_add_finding(f, "trimmable-top", f->heap_trimmable))) {
+		mt_size_text(a, sizeof(a), f->heap_trimmable);
 		snprintf(x->text, sizeof(x->text),
-		         "at the end the top of the heap held %s free that glibc did not give back "
+		         "at the %s the top of the heap held %s free that glibc did not give back "
 		         "(glibc's trim threshold rises with its mmap threshold)",
-		         a);
+		         f->moment_text, a);
 		snprintf(x->advice, sizeof(x->advice),
 		         "malloc_trim(0) returns these %s at once; MALLOC_TRIM_THRESHOLD_ (in "
 		         "bytes) fixes "
@@ -258,7 +197,7 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	    mmapped_max > base->values[MT_SAMPLE_HEAP_MMAPPED])
 		return;
 	grew = arena_max - base->values[MT_SAMPLE_HEAP_ARENA];
-	if (grew < MIB || !(x = mt_diagnosis_finding(f, "mmap-threshold-raised", grew)))
+	if (grew < MIB || !(x = mt_diagnosis_add_finding(f, "mmap-threshold-raised", grew)))
 		return;
 	mt_size_text(t, sizeof(t), m->threshold);
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
@@ -284,35 +223,17 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 	mt_growth_sort(d);
 	summarize(&d->mem, in);
 	memset(f, 0, sizeof(*f));
-	for (uint64_t i = 0; i < in->nsamples; i++) {
-		const struct mt_sample_point *s = &in->samples[i];
-		int64_t gap = (int64_t)s->values[MT_SAMPLE_RSS] - (int64_t)s->live_host;
-		if (!s->values[MT_SAMPLE_RSS])
-			continue; /* RSS unknown */
-		/* of equal gaps the latest: the heap figures settle after a burst of
-		 * frees (a sample taken during one may carry figures from before it) */
-		if (!f->have || gap >= f->rss_minus_live_peak) {
-			f->have = true;
-			f->rss_minus_live_peak = gap;
-			f->time = s->time;
-			f->rss = s->values[MT_SAMPLE_RSS];
-			f->live_host_bytes = s->live_host;
-			f->heap_free = s->values[MT_SAMPLE_HEAP_FREE];
-			f->heap_trimmable = s->values[MT_SAMPLE_HEAP_TRIMMABLE];
-			/* certain: the free top chunk; whole free pages inside the heap may come
-			 * back too, but mallinfo cannot say how many (none, between small holes) */
-			f->trim_would_return = f->heap_trimmable;
-		}
-	}
 	/* a failed request is the headline: first, whatever follows */
 	mt_finding_allocation_failed(f, in, fit);
 	/* before the RSS findings: memory memtrace did not see explains part of their gap */
 	mt_finding_untraced_heap(f, in);
-	if (f->have)
-		rss_above_live(f, in, fit);
 	if (d->mem.samples) {
-		heap_findings(f, &d->mem);
+		mt_heap_moment(d, in, fit);
+		if (f->have)
+			heap_findings(f);
 		mmap_threshold_finding(f, in, &d->mmap_threshold);
+		mt_heap_findings(d, in, fit);
+		mt_arena_bloat(d, in, fit);
 	}
 	memset(&d->post_mortem, 0, sizeof(d->post_mortem));
 	d->post_mortem.killed = in->end == MT_END_KILLED;

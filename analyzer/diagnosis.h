@@ -65,18 +65,33 @@ struct mt_memory_over_time {
 struct mt_finding {
 	const char *name; /* "allocation-failed" (always first), "untraced-heap",
 	                     "rss-above-live", "heap-fragmented", "trimmable-top",
-	                     "mmap-threshold-raised" */
+	                     "mmap-threshold-raised", "rss-grows-not-live", "arena-bloat" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
-	char text[384];   /* what was seen */
+	char text[512];   /* what was seen */
 	char advice[640]; /* what to do */
 };
 
 struct mt_fragmentation {
 	bool have; /* a sample with RSS known */
-	/* the sample where RSS minus live host bytes was largest (may be negative) */
-	int64_t rss_minus_live_peak;
-	uint64_t time; /* ticks */
-	uint64_t rss, live_host_bytes, heap_free, heap_trimmable;
+	/*
+	 * The moment judged: of the RSS peak, the end of the steady phase
+	 * (heap-findings.h) and, for a killed process, death, the one where
+	 * anonymous RSS stood highest above the bytes traced live. A process's
+	 * start-up and teardown (imports, interpreter exit) are no moment.
+	 */
+	const char *moment;      /* "rss-peak", "steady-end", "death" */
+	const char *moment_text; /* the same in a sentence: "RSS peak", ... */
+	uint64_t time;           /* ticks */
+	uint64_t rss, rss_anon, rss_file, live_host_bytes, live_mmap_bytes;
+	int64_t rss_minus_live_peak; /* rss - live_host_bytes then (may be negative) */
+	int64_t anon_minus_traced;   /* rss_anon - live host and mmap bytes then */
+	/*
+	 * The heap's figures of that moment: of the latest sample at or before
+	 * it whose figures were taken at its own moment (a sample may carry
+	 * older ones), with the live host bytes of that moment.
+	 */
+	uint64_t heap_time, heap_live_host;
+	uint64_t heap_arena, heap_in_use, heap_free, heap_trimmable;
 	/*
 	 * What malloc_trim(0) would give back at that moment, at most: the
 	 * heap's free bytes (fordblks). glibc's malloc_trim releases the top
@@ -106,6 +121,21 @@ struct mt_mmap_threshold {
 	uint64_t large_after, large_after_bytes; /* blocks of 128 KiB .. threshold since */
 };
 
+/*
+ * Host blocks glibc served from arenas other than the main heap: nearer the
+ * libraries than the executable (whose end the main heap grows from), not
+ * mmapped on their own (those start 16 bytes into a page). Each such arena
+ * is a heap aligned to 64 MiB: its blocks' addresses say which.
+ */
+#define MT_ARENAS_MAX 64
+struct mt_arenas {
+	uint32_t modules_seen;         /* in->nmodules when floor was found */
+	uint64_t floor;                /* lowest library base; UINT64_MAX: unknown */
+	uint64_t heaps[MT_ARENAS_MAX]; /* 64 MiB regions with such blocks (at most) */
+	uint32_t nheaps;
+	uint64_t blocks, bytes; /* allocated there */
+};
+
 struct mt_diagnosis {
 	struct mt_growth *growth; /* sorted by grown_bytes, largest first */
 	size_t ngrowth, growth_cap;
@@ -113,6 +143,7 @@ struct mt_diagnosis {
 	struct mt_fragmentation frag;
 	struct mt_post_mortem post_mortem;
 	struct mt_mmap_threshold mmap_threshold;
+	struct mt_arenas arenas;
 };
 
 /*
@@ -138,14 +169,17 @@ void mt_growth_sort(struct mt_diagnosis *d);
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
                             uint64_t time);
 void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
+/* During the replay: a host block allocated at addr (heap-findings.c). */
+void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                             uint64_t size);
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
 
-/* A new finding of f, NULL when there is no more room. */
-struct mt_finding *mt_diagnosis_finding(struct mt_fragmentation *f, const char *name,
-                                        uint64_t figure);
+/* A new finding of f, NULL when f holds MT_FINDINGS_MAX already. */
+struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const char *name,
+                                            uint64_t figure);
 /* Findings in files of their own (finding-*.c), called by mt_diagnosis_finish. */
 void mt_finding_allocation_failed(struct mt_fragmentation *f, const struct mt_instance *in,
                                   const struct mt_clock_fit *fit);

@@ -32,6 +32,8 @@ static const char *const sample_names[MT_SAMPLE_FIELD_COUNT] = {
         "cgroup_current",
         "cgroup_max",
         "mem_total",
+        "rss_file",
+        "heap_age",
 };
 
 static const char *origin_name(uint32_t origin)

@@ -39,7 +39,7 @@ void mt_finding_allocation_failed(struct mt_fragmentation *f, const struct mt_in
 	double at;
 	int n;
 
-	if (!e || !(x = mt_diagnosis_finding(f, "allocation-failed", e->size)))
+	if (!e || !(x = mt_diagnosis_add_finding(f, "allocation-failed", e->size)))
 		return;
 	for (int k = 0; k < MT_KIND_COUNT; k++)
 		failed += in->kind[k].failed;

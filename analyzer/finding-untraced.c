@@ -46,7 +46,7 @@ void mt_finding_untraced_heap(struct mt_fragmentation *f, const struct mt_instan
 	if (in_use <= seen || in_use - seen < UNTRACED_MIN || in_use - seen < in_use / 4)
 		return;
 	gap = in_use - s->live_host;
-	if (!(x = mt_diagnosis_finding(f, "untraced-heap", gap)))
+	if (!(x = mt_diagnosis_add_finding(f, "untraced-heap", gap)))
 		return;
 	mt_size_text(g, sizeof(g), gap);
 	mt_size_text(u, sizeof(u), in_use);

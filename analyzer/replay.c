@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap-pages.h"
 #include "map.h"
 #include "pystacks.h"
 #include "replay.h"
@@ -67,8 +68,9 @@ struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
 	struct range *ranges;
 	size_t nranges, cap;
-	uint8_t removed_kind;  /* the kind of the block host_remove last found */
-	uint64_t removed_size; /* and its size */
+	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks */
+	uint8_t removed_kind;       /* the kind of the block host_remove last found */
+	uint64_t removed_size;      /* and its size */
 };
 
 struct mt_instance_priv {
@@ -662,6 +664,8 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	sp->time = rec->time;
 	sp->live_host = in->kind[MT_KIND_HOST].live_bytes;
 	sp->live_host_blocks = in->kind[MT_KIND_HOST].live_blocks;
+	sp->live_mmap = in->kind[MT_KIND_MMAP].live_bytes;
+	sp->host_pages = p->live ? mt_heap_pages_bytes(&p->live->pages) : 0;
 	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
 	return 0;
 }
@@ -772,8 +776,10 @@ static struct live *live_new(void)
 {
 	struct live *l = calloc(1, sizeof(*l));
 
-	if (l)
+	if (l) {
 		mt_map_init(&l->host, sizeof(struct host_block));
+		mt_heap_pages_init(&l->pages);
+	}
 	return l;
 }
 
@@ -782,6 +788,7 @@ static void live_free(struct live *l)
 	if (!l)
 		return;
 	mt_map_free(&l->host);
+	mt_heap_pages_free(&l->pages);
 	free(l->ranges);
 	free(l);
 }
@@ -792,7 +799,7 @@ static struct live *live_copy(const struct live *src)
 
 	if (!l)
 		return NULL;
-	if (mt_map_copy(&l->host, &src->host) < 0)
+	if (mt_map_copy(&l->host, &src->host) < 0 || mt_heap_pages_copy(&l->pages, &src->pages) < 0)
 		goto fail;
 	if (src->nranges) {
 		l->ranges = malloc(src->nranges * sizeof(*l->ranges));
@@ -804,6 +811,7 @@ static struct live *live_copy(const struct live *src)
 	return l;
 fail:
 	mt_map_free(&l->host);
+	mt_heap_pages_free(&l->pages);
 	free(l);
 	return NULL;
 }
@@ -958,6 +966,8 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 		return 0;
 	l->removed_kind = copy.kind;
 	l->removed_size = copy.size;
+	if (copy.kind == MT_KIND_HOST)
+		mt_heap_pages_remove(&l->pages, addr, copy.size);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
 	              -(int64_t)copy.size, -1, false, 0);
 }
@@ -974,6 +984,8 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
+		if (b->kind == MT_KIND_HOST)
+			mt_heap_pages_remove(&l->pages, addr, b->size);
 		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
 		             -(int64_t)b->size, -1, false, 0);
 		if (ret < 0)
@@ -983,6 +995,8 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
 	b->kind = kind;
+	if (kind == MT_KIND_HOST && (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
+		return ret;
 	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)size, 1, true, size);
 }
 

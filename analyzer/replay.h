@@ -97,11 +97,13 @@ struct mt_module {
 	struct mt_segment *seg;
 };
 
-/* One SAMPLE record, and the host bytes live when it was taken. */
+/* One SAMPLE record, and the bytes live when it was taken. */
 struct mt_sample_point {
-	uint64_t time;                          /* ticks */
-	uint64_t live_host;                     /* live host bytes at that moment in the replay */
-	uint64_t live_host_blocks;              /* and the blocks that hold them */
+	uint64_t time;             /* ticks */
+	uint64_t live_host;        /* live host bytes at that moment in the replay */
+	uint64_t live_host_blocks; /* and the blocks that hold them */
+	uint64_t live_mmap;        /* live anonymous mmap bytes then */
+	uint64_t host_pages;       /* bytes of the pages live host blocks touched then */
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 

@@ -297,8 +297,18 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		                    json_integer(f->rss_minus_live_peak));
 		json_object_set_new(fo, "time_ns",
 		                    mt_json_u64(mt_analysis_since_start(a, in, f->time)));
+		json_object_set_new(fo, "moment", json_string(f->moment));
 		json_object_set_new(fo, "rss", mt_json_u64(f->rss));
+		json_object_set_new(fo, "rss_anon", mt_json_u64(f->rss_anon));
+		json_object_set_new(fo, "rss_file", mt_json_u64(f->rss_file));
 		json_object_set_new(fo, "live_host_bytes", mt_json_u64(f->live_host_bytes));
+		json_object_set_new(fo, "live_mmap_bytes", mt_json_u64(f->live_mmap_bytes));
+		json_object_set_new(fo, "anon_minus_traced", json_integer(f->anon_minus_traced));
+		json_object_set_new(fo, "heap_time_ns",
+		                    mt_json_u64(mt_analysis_since_start(a, in, f->heap_time)));
+		json_object_set_new(fo, "heap_live_host_bytes", mt_json_u64(f->heap_live_host));
+		json_object_set_new(fo, "heap_arena", mt_json_u64(f->heap_arena));
+		json_object_set_new(fo, "heap_in_use", mt_json_u64(f->heap_in_use));
 		json_object_set_new(fo, "heap_free", mt_json_u64(f->heap_free));
 		json_object_set_new(fo, "heap_trimmable", mt_json_u64(f->heap_trimmable));
 		json_object_set_new(fo, "trim_would_return", mt_json_u64(f->trim_would_return));

@@ -327,9 +327,12 @@ static void take_sample(bool fresh)
 	memset(v, 0, sizeof(v));
 	files_for_this_process();
 	if (read_slot(MT_FD_STATM, "/proc/self/statm", text, sizeof(text))) {
-		unsigned long long size, rss;
-		if (sscanf(text, "%llu %llu", &size, &rss) == 2)
+		unsigned long long size, rss, shared;
+		int got = sscanf(text, "%llu %llu %llu", &size, &rss, &shared);
+		if (got >= 2)
 			v[MT_SAMPLE_RSS] = rss * (uint64_t)page;
+		if (got == 3) /* file-backed and shared memory: the rest of RSS is anonymous */
+			v[MT_SAMPLE_RSS_FILE] = shared * (uint64_t)page;
 	}
 	if (++smaps_tick >= smaps_every || fresh) {
 		smaps_tick = 0;
@@ -355,6 +358,9 @@ static void take_sample(bool fresh)
 	 * moment, so that the live bytes a report sets beside them are of the
 	 * same instant (RSS, read microseconds apart, moves far more slowly) */
 	now = at > mt_self.time ? at : mt_now();
+	/* how old the heap figures are, so a report pairs them with the live
+	 * bytes of their own moment, not of this one */
+	v[MT_SAMPLE_HEAP_AGE] = at && now > at ? now - at : 0;
 	cgroup_memory(&v[MT_SAMPLE_CGROUP_CURRENT], &v[MT_SAMPLE_CGROUP_MAX]);
 	v[MT_SAMPLE_MEM_TOTAL] = mem_total;
 	rec = mt_room(8 + (MT_SAMPLE_FIELD_COUNT + 3) * MT_MAX_VARINT);

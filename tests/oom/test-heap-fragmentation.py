@@ -12,6 +12,7 @@ import shutil
 from oomtest import MiB, check, diagnosis, main, near, program, report, run, run_traced, workdir
 
 LIVE = 50000 * 512
+HOLE = 100 << 10
 
 
 def mallinfo(stdout):
@@ -20,10 +21,10 @@ def mallinfo(stdout):
     return [int(x) for x in m.groups()]
 
 
-def traced():
+def traced(*args):
     d = workdir()
     trace = os.path.join(d, "trace.bin")
-    out = run_traced([program("heap-fragmentation")], trace)
+    out = run_traced([program("heap-fragmentation"), *args], trace)
     check(out.returncode == 0, f"heap-fragmentation failed: {out.stderr.decode()}")
     (proc,) = report(trace)["processes"]
     shutil.rmtree(d)
@@ -66,8 +67,29 @@ def test_trim_would_return_what_trim_returns():
           f"trim_would_return is {fr['trim_would_return']}, but malloc_trim(0) returned {returned}")
 
 
+def test_trim_would_return_whole_pages():
+    """Holes of 100 KiB: each holds whole free pages, which malloc_trim(0)
+    gives back (232 MiB in the torch case of issue 13 where the figure said
+    130 KiB). The analyzer counts the pages no live block touches."""
+    out = run([program("heap-fragmentation"), "trim", str(HOLE)])
+    m = re.search(rb"malloc_trim returned (-?\d+)", out.stdout)
+    check(out.returncode == 0 and m, f"heap-fragmentation trim: {out.stdout!r} {out.stderr!r}")
+    returned = int(m.group(1))
+    check(returned > 20 * MiB, f"malloc_trim(0) returned only {returned}: glibc did not reproduce")
+    _, proc = traced("hold", str(HOLE))
+    fr = diagnosis(proc, "fragmentation")
+    near("trim_would_return", fr["trim_would_return"], returned, 0.05)
+    found = {f["finding"]: f for f in fr["findings"]}
+    # whole free pages are no fragmentation: malloc_trim(0) gives them back, and says so
+    check("heap-fragmented" not in found, f"heap-fragmented with whole free pages: {found.get('heap-fragmented')}")
+    check("rss-above-live" in found, f"no rss-above-live: {sorted(found)}")
+    advice = found["rss-above-live"]["advice"]
+    check("malloc_trim(0) after the phase that freed it returns 2" in advice, f"advice without the figure: {advice}")
+
+
 main({
     "heap_figures_are_glibcs": test_heap_figures_are_glibcs,
     "fragmentation_found": test_fragmentation_found,
     "trim_would_return_what_trim_returns": test_trim_would_return_what_trim_returns,
+    "trim_would_return_whole_pages": test_trim_would_return_whole_pages,
 })

@@ -4,7 +4,8 @@
  * analysis) on synthetic traces, with exact figures: the growth fit per
  * mark and per second, the RSS-minus-live peak, the post-mortem of a killed
  * process, the heap figures before a failed allocation and its finding,
- * glibc's raised mmap threshold, the untraced-heap finding and the process
+ * glibc's raised mmap threshold, the untraced-heap finding, the moment the
+ * heap figures are judged at and the process
  * tree's combined peak.
  *
  * `test-diagnosis DIR` also leaves the traces in DIR, for a look with
@@ -139,7 +140,9 @@ static void test_growth_and_rss(void)
 		CHECK_EQ(d->frag.live_host_bytes, 9 * MiB);
 		CHECK_EQ(d->frag.heap_free, 50 * MiB);
 		CHECK_EQ(d->frag.heap_trimmable, 40 * MiB);
-		CHECK_EQ(d->frag.trim_would_return, 40 * MiB); /* the top chunk: what is certain */
+		/* a 60 MiB heap whose live blocks touch 9 MiB of pages: every free byte is in whole
+		 * free pages, and malloc_trim(0) returns them all */
+		CHECK_EQ(d->frag.trim_would_return, 50 * MiB);
 		CHECK_EQ(mt_analysis_since_start(a, p->in, d->frag.time), 4 * MS + 600000);
 		CHECK(d->frag.nfindings >= 1);
 		CHECK_STR(d->frag.findings[0].name, "rss-above-live");
@@ -305,6 +308,62 @@ static void test_mmap_threshold(void)
  * one's latest sample, at any sample, the worker counted until its exit; the
  * worker's Private_Dirty grows.
  */
+/*
+ * The moment judged and the heap figures paired with it: a 40 MiB block is
+ * live at the first sample, replaced by an 8 MiB one before the second,
+ * whose heap figures are the first's (heap age 2 ms: the sampler kept
+ * them). The gap is widest at the second (the end), but its heap figures
+ * must come with the live bytes of their own moment, the first's; and what
+ * malloc_trim(0) returns there is the 41 MiB heap's pages that the 40 MiB
+ * block (with its header, one page more) does not touch.
+ */
+static void test_heap_moment(void)
+{
+	uint64_t frames[] = { 0x401000 };
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { 0 };
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1 * MS);
+	tb_process(&b, 1 * MS, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_stack(&b, 1, 1, frames);
+	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x100000, 40 * MiB, 1);
+	tb_free(&b, 4 * MS, 0x100000);
+	tb_alloc(&b, 4 * MS + 10, MT_FN_MALLOC, 0x100000, 8 * MiB, 1);
+	tb_exit(&b, 6 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 100, 101, 1 * MS);
+	v[MT_SAMPLE_RSS] = 100 * MiB;
+	v[MT_SAMPLE_RSS_FILE] = 10 * MiB;
+	v[MT_SAMPLE_HEAP_ARENA] = 41 * MiB;
+	v[MT_SAMPLE_HEAP_IN_USE] = 40 * MiB;
+	v[MT_SAMPLE_HEAP_FREE] = 1 * MiB;
+	tb_sample(&b, 3 * MS, 3 * MS, v, MT_SAMPLE_FIELD_COUNT);
+	v[MT_SAMPLE_HEAP_AGE] = 2 * MS;
+	tb_sample(&b, 5 * MS, 5 * MS, v, MT_SAMPLE_FIELD_COUNT);
+	a = analyze(&b, "heap-moment");
+	if (!a)
+		return;
+	{
+		const struct mt_process_result *p = &a->procs[0];
+		const struct mt_fragmentation *f = &p->diag.frag;
+
+		CHECK(f->have);
+		CHECK_STR(f->moment, "steady-end");
+		CHECK_EQ(mt_analysis_since_start(a, p->in, f->time), 4 * MS);
+		CHECK_EQ(f->rss_anon, 90 * MiB);
+		CHECK_EQ(f->rss_file, 10 * MiB);
+		CHECK_EQ(f->live_host_bytes, 8 * MiB);
+		CHECK_EQ(f->anon_minus_traced, (int64_t)(82 * MiB));
+		/* the heap's figures with the live bytes of their moment, not of the later one */
+		CHECK_EQ(mt_analysis_since_start(a, p->in, f->heap_time), 2 * MS);
+		CHECK_EQ(f->heap_live_host, 40 * MiB);
+		CHECK_EQ(f->heap_free, 1 * MiB);
+		CHECK_EQ(f->trim_would_return, 1 * MiB - 4096);
+	}
+	mt_analysis_free(a);
+}
+
 static void test_tree(void)
 {
 	struct mt_analysis *a;
@@ -351,6 +410,7 @@ int main(int argc, char **argv)
 	test_post_mortem();
 	test_mmap_threshold();
 	test_untraced_heap();
+	test_heap_moment();
 	test_tree();
 	if (test_failures)
 		fprintf(stderr, "%d check(s) failed\n", test_failures);
