@@ -100,8 +100,8 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	        tb_mremap(b, 5000120, 5000110, 0x7f1000000000, 4096, 0x7f2000000000, 8192, 7);
 	tb_dt(b, 5000130);
 	tb_u(b, 5000130);
-	tb_u(b, 12); /* two values more than this reader knows */
-	for (unsigned i = 0; i < 12; i++)
+	tb_u(b, MT_SAMPLE_FIELD_COUNT + 2); /* two values more than this reader knows */
+	for (unsigned i = 0; i < MT_SAMPLE_FIELD_COUNT + 2; i++)
 		tb_u(b, 1000 * (i + 1));
 	off[MT_REC_SAMPLE] = tb_end(b, MT_REC_SAMPLE);
 	off[MT_REC_EXIT] = tb_exit(b, 5000140, MT_EXIT_EXIT, 3);
