@@ -221,7 +221,7 @@ static void test_every_type(void)
 			break;
 		case MT_REC_SAMPLE:
 			CHECK_EQ(rec.u.sample.ns, 5000130);
-			CHECK_EQ(rec.u.sample.n, 12);
+			CHECK_EQ(rec.u.sample.n, MT_SAMPLE_FIELD_COUNT + 2);
 			CHECK_EQ(rec.u.sample.values[0], 1000);
 			CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1],
 			         1000 * MT_SAMPLE_FIELD_COUNT);
