@@ -246,6 +246,13 @@ static void test_untraced_heap(void)
 		tb_exit(&b, 10 * MS, MT_EXIT_EXIT, 0);
 		tb_chunk(&b, 1, 300, 301, 1 * MS);
 		sample(&b, 5 * MS, 200 * MiB, 0, 0, 0, in_use - 4096, 0, 0, 4096, 0, 0);
+		if (!untraced) {
+			/* a last sample whose heap figures are 4 ms old (before 100 MiB were freed,
+			 * say): judged by the fresh one above, not by these */
+			uint64_t v[MT_SAMPLE_FIELD_COUNT] = {200 * MiB, 0, 0, 0, 100 * MiB};
+			v[MT_SAMPLE_HEAP_AGE] = 4 * MS;
+			tb_sample(&b, 9 * MS, 9 * MS, v, MT_SAMPLE_FIELD_COUNT);
+		}
 		a = analyze(&b, untraced ? "untraced" : "traced");
 		if (!a)
 			return;
