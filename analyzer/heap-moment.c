@@ -26,9 +26,14 @@ static uint64_t anon_of(const struct mt_sample_point *s)
 	return file && file <= rss ? rss - file : rss;
 }
 
+/*
+ * Anonymous RSS above what was traced live: against the most live around
+ * the sample (mt_sample_point.traced_max), as RSS may hold a block whose
+ * allocation or free was under way when it was read.
+ */
 static int64_t gap_of(const struct mt_sample_point *s)
 {
-	return (int64_t)anon_of(s) - (int64_t)(s->live_host + s->live_mmap);
+	return (int64_t)anon_of(s) - (int64_t)s->traced_max;
 }
 
 /* The latest sample at or before samples[i] whose heap figures are of its own moment. */

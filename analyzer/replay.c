@@ -84,6 +84,10 @@ struct mt_instance_priv {
 	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct
 	                                             mt_stack_stats */
 	uint64_t epoch[MT_KIND_COUNT];
+	/* host + mmap bytes live before the last change of them, and whether the last
+	 * sample waits for the first change after it (mt_sample_point.traced_max) */
+	uint64_t traced_before_last;
+	bool sample_waits;
 	struct live *live;  /* during replay */
 	struct live *seed;  /* a forked child's copy of its parent's live set */
 	uint32_t *children; /* indices of the instances forked from this one */
@@ -666,6 +670,11 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	sp->live_host_blocks = in->kind[MT_KIND_HOST].live_blocks;
 	sp->live_mmap = in->kind[MT_KIND_MMAP].live_bytes;
 	sp->host_pages = p->live ? mt_heap_pages_bytes(&p->live->pages) : 0;
+	/* the bytes before the last change too: a free RSS may still have held */
+	sp->traced_max = sp->live_host + sp->live_mmap > p->traced_before_last
+	                         ? sp->live_host + sp->live_mmap
+	                         : p->traced_before_last;
+	p->sample_waits = true;
 	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
 	return 0;
 }
@@ -748,6 +757,15 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		k->peak_blocks = k->live_blocks;
 		k->peak_time = p->now;
 		p->epoch[kind]++;
+	}
+	if (kind == MT_KIND_HOST || kind == MT_KIND_MMAP) {
+		uint64_t traced =
+		        in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes;
+		p->traced_before_last = traced - (uint64_t)dbytes;
+		/* the first change after a sample: an allocation RSS may already have held */
+		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
+			in->samples[in->nsamples - 1].traced_max = traced;
+		p->sample_waits = false;
 	}
 	return 0;
 }

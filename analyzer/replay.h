@@ -104,6 +104,14 @@ struct mt_sample_point {
 	uint64_t live_host_blocks; /* and the blocks that hold them */
 	uint64_t live_mmap;        /* live anonymous mmap bytes then */
 	uint64_t host_pages;       /* bytes of the pages live host blocks touched then */
+	/*
+	 * The most host + mmap bytes live at the sample, just before the last
+	 * change before it and just after the first change after it: RSS read
+	 * at this moment may still hold a block whose free was under way (the
+	 * FREE is recorded before the memory goes back) or already one whose
+	 * allocation was (its ALLOC comes after), so RSS is set against this.
+	 */
+	uint64_t traced_max;
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 

@@ -146,7 +146,9 @@ static void test_growth_and_rss(void)
 		CHECK_EQ(mt_analysis_since_start(a, p->in, d->frag.time), 4 * MS + 600000);
 		CHECK(d->frag.nfindings >= 1);
 		CHECK_STR(d->frag.findings[0].name, "rss-above-live");
-		CHECK_EQ(d->frag.findings[0].figure, 91 * MiB);
+		/* against the 12 MiB live before the step's 3 MiB temporary was freed, the last
+		 * change before the sample: RSS may still hold a block whose free was under way */
+		CHECK_EQ(d->frag.findings[0].figure, 88 * MiB);
 		CHECK(strstr(d->frag.findings[0].advice, "malloc_trim(0)") != NULL);
 		CHECK_EQ(d->mem.samples, 2);
 		CHECK_EQ(d->mem.rss_first, 100 * MiB);
