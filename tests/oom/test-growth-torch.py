@@ -38,11 +38,15 @@ def traced(argv):
 
 
 def check_no_growth(argv):
+    """A correct program: no growth, and no finding of any kind (issue 13)."""
     _, proc = traced(argv)
     growth = diagnosis(proc, "growth")
     check(not growth and diagnosis(proc, "growth_total") == 0,
           f"{argv}: {diagnosis(proc, 'growth_total')} growing stacks, the first: "
           f"{[(g['grown_bytes'], g['stack'].get('label')) for g in growth[:3]]}")
+    frag = diagnosis(proc, "fragmentation") or {}
+    findings = [(f["finding"], f["figure"]) for f in frag.get("findings", [])]
+    check(not findings, f"{argv}: findings on a correct program: {findings}")
 
 
 def test_keeps_graph():
