@@ -363,19 +363,6 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 
 /* ---- growth ---- */
 
-static int cmp_growth(const void *x, const void *y)
-{
-	const struct mt_growth *a = x, *b = y;
-
-	if (a->grown_bytes != b->grown_bytes)
-		return a->grown_bytes > b->grown_bytes ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->stack_instance != b->stack_instance)
-		return a->stack_instance < b->stack_instance ? -1 : 1;
-	return a->stack < b->stack ? -1 : a->stack > b->stack;
-}
-
 /*
  * A group grows by what its growing stacks grow: their live bytes at the
  * rise's start and at the end, their rates and grown bytes add up; the
@@ -424,7 +411,7 @@ static int group_growth(struct mt_analysis *a, struct mt_diagnosis *d)
 		}
 	}
 	d->ngrowth = m;
-	qsort(d->growth, m, sizeof(*d->growth), cmp_growth);
+	mt_growth_sort(d);
 	r = 0;
 out:
 	mt_map_free(&at);

@@ -45,18 +45,6 @@ void mt_pystacks_free(struct mt_pystacks *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static char *dup_string(struct mt_bytes b)
-{
-	char *s = malloc((size_t)b.len + 1);
-
-	if (!s)
-		return NULL;
-	if (b.len)
-		memcpy(s, b.data, b.len);
-	s[b.len] = 0;
-	return s;
-}
-
 int mt_pystacks_add_code(struct mt_pystacks *p, const struct mt_record *rec)
 {
 	struct mt_pycode c = {
@@ -71,8 +59,8 @@ int mt_pystacks_add_code(struct mt_pystacks *p, const struct mt_record *rec)
 
 	if (mt_map_get(&p->codes, c.id))
 		return 0;
-	c.file = dup_string(rec->u.pycode.file);
-	c.name = dup_string(rec->u.pycode.name);
+	c.file = mt_bytes_dup(rec->u.pycode.file);
+	c.name = mt_bytes_dup(rec->u.pycode.name);
 	c.linetable = malloc(c.linetable_len ? c.linetable_len : 1);
 	if (!c.file || !c.name || !c.linetable)
 		goto nomem;

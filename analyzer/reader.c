@@ -105,6 +105,18 @@ static const char *const fn_names[MT_FN_COUNT] = {
         [MT_FN_CU_MEM_RELEASE] = "cuMemRelease",
 };
 
+char *mt_bytes_dup(struct mt_bytes b)
+{
+	char *s = malloc((size_t)b.len + 1);
+
+	if (!s)
+		return NULL;
+	if (b.len)
+		memcpy(s, b.data, b.len);
+	s[b.len] = 0;
+	return s;
+}
+
 const char *mt_record_name(unsigned type)
 {
 	return type < MT_REC_TYPE_COUNT ? record_names[type] : NULL;

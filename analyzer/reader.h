@@ -93,6 +93,8 @@ struct mt_bytes {
 	const uint8_t *data;
 	uint32_t len;
 };
+/* A copy of b with a terminating NUL (it may hold NULs of its own); NULL without memory. */
+char *mt_bytes_dup(struct mt_bytes b);
 
 /* A Python frame of a PYSTACK record (docs/trace-format.md). */
 struct mt_pyframe {

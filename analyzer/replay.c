@@ -123,14 +123,9 @@ struct mt_replay {
 
 static char *dup_bytes(struct mt_bytes b, bool cmdline)
 {
-	char *s = malloc((size_t)b.len + 1);
+	char *s = mt_bytes_dup(b);
 
-	if (!s)
-		return NULL;
-	if (b.len)
-		memcpy(s, b.data, b.len);
-	s[b.len] = 0;
-	if (cmdline) {
+	if (s && cmdline) {
 		/* arguments are NUL-separated; the last NUL ends them */
 		uint32_t n = b.len;
 		while (n > 0 && s[n - 1] == 0)
