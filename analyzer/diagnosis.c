@@ -273,11 +273,14 @@ const struct mt_sample_point *mt_diagnosis_sample_before(const struct mt_instanc
 
 /* ---- the tree ---- */
 
+enum tree_what { TREE_SAMPLE, TREE_FORK, TREE_END };
+
 struct tree_event {
 	uint64_t ns;
 	uint32_t proc;
-	bool end; /* the process is gone from this moment on */
+	uint8_t what;   /* enum tree_what; at one moment in this order */
 	uint64_t rss, pss;
+	uint64_t pss_ns; /* when Pss was read (a sample may repeat an older one) */
 };
 
 /* By time; a process's last sample before its end at the same moment. */
@@ -287,17 +290,27 @@ static int cmp_event(const void *a, const void *b)
 
 	if (x->ns != y->ns)
 		return x->ns < y->ns ? -1 : 1;
-	if (x->end != y->end)
-		return x->end ? 1 : -1;
+	if (x->what != y->what)
+		return x->what < y->what ? -1 : 1;
 	return x->proc < y->proc ? -1 : x->proc > y->proc;
+}
+
+/* Whether every live process's Pss was read after the last fork. */
+static bool pss_fresh(const uint64_t *pss_ns, const bool *live, uint32_t n, uint64_t fork_ns)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (live[i] && pss_ns[i] < fork_ns)
+			return false;
+	return true;
 }
 
 int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, uint32_t n,
                       const struct mt_clock_fit *fit)
 {
 	struct tree_event *ev;
-	uint64_t nev = 0, total = 0, origin = UINT64_MAX, rss = 0, pss = 0;
-	uint64_t *cur_rss, *cur_pss;
+	uint64_t nev = 0, total = 0, origin = UINT64_MAX, rss = 0, pss = 0, fork_ns = 0;
+	uint64_t *cur_rss, *cur_pss, *pss_ns;
+	bool *live;
 
 	memset(t, 0, sizeof(*t));
 	t->processes = n;
@@ -309,49 +322,71 @@ int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, u
 			total += ins[i]->nsamples + 1;
 			t->sampled++;
 		}
+		total++; /* its fork */
 	}
-	if (!total)
+	if (!t->sampled)
 		return 0;
 	ev = malloc(total * sizeof(*ev));
 	cur_rss = calloc(n, sizeof(*cur_rss));
 	cur_pss = calloc(n, sizeof(*cur_pss));
-	if (!ev || !cur_rss || !cur_pss) {
+	pss_ns = calloc(n, sizeof(*pss_ns));
+	live = calloc(n, sizeof(*live));
+	if (!ev || !cur_rss || !cur_pss || !pss_ns || !live) {
 		free(ev);
 		free(cur_rss);
 		free(cur_pss);
+		free(pss_ns);
+		free(live);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mt_instance *in = ins[i];
-		uint64_t end_ns;
+		if (in->have_process && in->origin == MT_ORIGIN_FORK)
+			ev[nev++] = (struct tree_event){ .ns = mt_clock_ns(fit, in->start_time),
+			                                 .proc = i, .what = TREE_FORK };
 		if (!in->nsamples)
 			continue;
-		for (uint64_t j = 0; j < in->nsamples; j++)
-			ev[nev++] = (struct tree_event){mt_clock_ns(fit, in->samples[j].time), i,
-			                                false, in->samples[j].values[MT_SAMPLE_RSS],
-			                                in->samples[j].values[MT_SAMPLE_PSS]};
+		for (uint64_t j = 0; j < in->nsamples; j++) {
+			const uint64_t *v = in->samples[j].values;
+			uint64_t at = in->samples[j].time;
+			uint64_t read = v[MT_SAMPLE_PSS_AGE] < at ? at - v[MT_SAMPLE_PSS_AGE] : 0;
+			ev[nev++] = (struct tree_event){ mt_clock_ns(fit, at), i, TREE_SAMPLE,
+			                                 v[MT_SAMPLE_RSS], v[MT_SAMPLE_PSS],
+			                                 mt_clock_ns(fit, read) };
+		}
 		/* a process counts until its last record */
-		end_ns = mt_clock_ns(fit, in->end_time);
-		ev[nev++] = (struct tree_event){end_ns, i, true, 0, 0};
+		ev[nev++] = (struct tree_event){ .ns = mt_clock_ns(fit, in->end_time), .proc = i,
+		                                 .what = TREE_END };
 	}
 	qsort(ev, nev, sizeof(*ev), cmp_event);
 	for (uint64_t i = 0; i < nev; i++) {
 		const struct tree_event *e = &ev[i];
+		if (e->what == TREE_FORK) {
+			fork_ns = e->ns;
+			continue;
+		}
 		rss -= cur_rss[e->proc];
 		pss -= cur_pss[e->proc];
-		cur_rss[e->proc] = e->end ? 0 : e->rss;
-		cur_pss[e->proc] = e->end ? 0 : e->pss;
+		live[e->proc] = e->what == TREE_SAMPLE;
+		cur_rss[e->proc] = live[e->proc] ? e->rss : 0;
+		cur_pss[e->proc] = live[e->proc] ? e->pss : 0;
+		pss_ns[e->proc] = e->pss_ns;
 		rss += cur_rss[e->proc];
 		pss += cur_pss[e->proc];
 		if (rss > t->combined_rss_peak) {
 			t->combined_rss_peak = rss;
 			t->time_ns = origin != UINT64_MAX && e->ns > origin ? e->ns - origin : 0;
 		}
-		if (pss > t->combined_pss_peak)
-			t->combined_pss_peak = pss;
+		if (pss_fresh(pss_ns, live, n, fork_ns)) {
+			t->pss_known = true;
+			if (pss > t->combined_pss_peak)
+				t->combined_pss_peak = pss;
+		}
 	}
 	free(ev);
 	free(cur_rss);
 	free(cur_pss);
+	free(pss_ns);
+	free(live);
 	return 0;
 }

@@ -156,7 +156,11 @@ struct mt_tree {
 	uint32_t processes;         /* instances in the trace */
 	uint32_t sampled;           /* of them, with samples */
 	uint64_t combined_rss_peak; /* 0 when no samples */
+	/* only at moments when every process's Pss was read after the tree's
+	 * last fork (a fork shares pages anew, and an older Pss counts them
+	 * again); pss_known: there was such a moment */
 	uint64_t combined_pss_peak;
+	bool pss_known;
 	uint64_t time_ns; /* of the RSS peak, ns from the first process's start */
 };
 

@@ -382,7 +382,10 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 	if (a->tree.sampled > 1) {
 		char b2[32];
 		mt_size_text(b1, sizeof(b1), a->tree.combined_rss_peak);
-		mt_size_text(b2, sizeof(b2), a->tree.combined_pss_peak);
+		if (a->tree.pss_known)
+			mt_size_text(b2, sizeof(b2), a->tree.combined_pss_peak);
+		else /* forks came faster than the processes read their Pss */
+			snprintf(b2, sizeof(b2), "unknown");
 		printf("\nprocess tree: %u processes, combined peak RSS %s (at %.3f s), Pss %s\n",
 		       a->tree.processes, b1, (double)a->tree.time_ns / 1e9, b2);
 	}

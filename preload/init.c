@@ -239,7 +239,7 @@ __attribute__((constructor)) static void start(void)
 	mt_self.guard = true;
 	if (!joined)
 		mt_writer_export_token();
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(NULL, mt_sampler_forked, after_fork_child);
 	mt_writer_thread_key();
 	mt_sampler_start();
 	mt_self.guard = guard;

@@ -439,6 +439,7 @@ MT_HIDDEN bool mt_process_in_parent_memory(void);
 MT_HIDDEN void mt_sampler_start(void);  /* a process begins: its files, its thread */
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
+MT_HIDDEN void mt_sampler_forked(void); /* the parent's side of a fork: Pss read at the next sample */
 /* The heap figures' states (sampler.c): a program thread takes them at the
  * end of an interposed call, where it holds no malloc lock, when WANTED,
  * marks FRESH ones stale, and answers a PROBE (is the program idle?) by

@@ -52,6 +52,10 @@
 static _Atomic bool sampling; /* one sample at a time: buffers are static */
 static uint64_t smaps_every = 1, smaps_tick;
 static uint64_t last_pss, last_private_dirty;
+static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
+/* a fork shares pages anew, which makes every Pss of the tree stale: the
+ * parent's is read again at its next sample whatever the throttle says */
+static _Atomic bool pss_wanted;
 /* physical memory, read once per process: a failed request is weighed against it */
 static uint64_t mem_total;
 static pid_t files_pid;           /* the process whose /proc/self the slots read */
@@ -334,11 +338,12 @@ static void take_sample(bool fresh)
 		if (got == 3) /* file-backed and shared memory: the rest of RSS is anonymous */
 			v[MT_SAMPLE_RSS_FILE] = shared * (uint64_t)page;
 	}
-	if (++smaps_tick >= smaps_every || fresh) {
+	if (++smaps_tick >= smaps_every || fresh || atomic_exchange(&pss_wanted, false)) {
 		smaps_tick = 0;
 		if (read_slot(MT_FD_SMAPS, "/proc/self/smaps_rollup", text, sizeof(text))) {
 			last_pss = field_kb(text, "\nPss:");
 			last_private_dirty = field_kb(text, "\nPrivate_Dirty:");
+			last_pss_at = mt_now();
 		}
 		uint64_t took = mt_monotonic_ns() - began;
 		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u / 20;
@@ -361,6 +366,9 @@ static void take_sample(bool fresh)
 	/* how old the heap figures are, so a report pairs them with the live
 	 * bytes of their own moment, not of this one */
 	v[MT_SAMPLE_HEAP_AGE] = at && now > at ? now - at : 0;
+	/* the same for Pss, which the throttle may have kept: a sum over the
+	 * tree must not take a figure from before a fork as one after it */
+	v[MT_SAMPLE_PSS_AGE] = last_pss_at && now > last_pss_at ? now - last_pss_at : 0;
 	cgroup_memory(&v[MT_SAMPLE_CGROUP_CURRENT], &v[MT_SAMPLE_CGROUP_MAX]);
 	v[MT_SAMPLE_MEM_TOTAL] = mem_total;
 	rec = mt_room(8 + (MT_SAMPLE_FIELD_COUNT + 3) * MT_MAX_VARINT);
@@ -383,6 +391,11 @@ void mt_sampler_sample(void)
 void mt_sampler_last(void)
 {
 	take_sample(true);
+}
+
+void mt_sampler_forked(void)
+{
+	atomic_store(&pss_wanted, true);
 }
 
 static void *sampler(void *arg)
@@ -428,6 +441,8 @@ void mt_sampler_start(void)
 	atomic_store(&sampling, false);
 	smaps_every = 1;
 	smaps_tick = 0;
+	last_pss_at = 0;
+	atomic_store(&pss_wanted, false);
 	/* the same for the heap figures: a parent's thread may have been taking them */
 	atomic_store(&mt_heap_ask, MT_HEAP_QUIET);
 	if (atomic_load(&heap.seq) & 1)

@@ -230,6 +230,7 @@ enum mt_sample_field {
 	MT_SAMPLE_MEM_TOTAL,      /* bytes of physical memory (MemTotal); 0 when unknown */
 	MT_SAMPLE_RSS_FILE,       /* bytes of RSS that are file-backed or shared, statm */
 	MT_SAMPLE_HEAP_AGE,       /* ticks from the heap figures' moment to the sample's */
+	MT_SAMPLE_PSS_AGE,        /* ticks from the Pss and Private_Dirty read to the sample */
 	MT_SAMPLE_FIELD_COUNT
 };
 

@@ -411,6 +411,56 @@ static void test_tree(void)
 	mt_analysis_free(a);
 }
 
+/*
+ * A parent with a 64 MiB dataset forks 4 workers that each copy a 16 MiB
+ * quarter: the tree's Pss is 64 + 4 x 16 = 128 MiB. The parent's samples
+ * after the forks repeat the Pss it read before them (the throttle kept
+ * it: Pss age), 64 MiB, when its share is a fifth; summed with the
+ * workers' 12.8 + 16 MiB that would be 179.2 MiB. Only its fresh read
+ * after the forks counts.
+ */
+static void test_tree_stale_pss(void)
+{
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { 0 };
+	uint64_t share = 64 * MiB / 5;
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 500, 500, 5 * MS);
+	tb_process(&b, 5 * MS, 500, 1, MT_ORIGIN_ROOT, 0, "/w", "w", 1);
+	tb_alloc(&b, 6 * MS, MT_FN_MALLOC, 0x100000, 64 * MiB, 1);
+	tb_exit(&b, 60 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 500, 501, 5 * MS);
+	v[MT_SAMPLE_RSS] = v[MT_SAMPLE_PSS] = 64 * MiB;
+	tb_sample(&b, 10 * MS, 10 * MS, v, MT_SAMPLE_FIELD_COUNT);
+	for (uint64_t t = 20; t <= 40; t += 10) {
+		v[MT_SAMPLE_PSS_AGE] = (t - 10) * MS;
+		tb_sample(&b, t * MS, t * MS, v, MT_SAMPLE_FIELD_COUNT);
+	}
+	v[MT_SAMPLE_PSS] = share;
+	v[MT_SAMPLE_PSS_AGE] = 0;
+	tb_sample(&b, 50 * MS, 50 * MS, v, MT_SAMPLE_FIELD_COUNT);
+	for (uint32_t w = 0; w < 4; w++) {
+		uint64_t start = (11 + w) * MS;
+		tb_chunk(&b, 2 + w, 510 + w, 510 + w, start);
+		tb_process(&b, start, 510 + w, 500, MT_ORIGIN_FORK, 1, "/w", "w", 1);
+		tb_exit(&b, 55 * MS, MT_EXIT_EXIT, 0);
+		tb_chunk(&b, 2 + w, 510 + w, 520 + w, start);
+		v[MT_SAMPLE_PSS] = share + 16 * MiB;
+		tb_sample(&b, 18 * MS, 18 * MS, v, MT_SAMPLE_FIELD_COUNT);
+		tb_sample(&b, 52 * MS, 52 * MS, v, MT_SAMPLE_FIELD_COUNT);
+	}
+	a = analyze(&b, "tree-stale-pss");
+	if (!a)
+		return;
+	CHECK_EQ(a->tree.processes, 5);
+	CHECK_EQ(a->tree.combined_pss_peak, 5 * share + 4 * 16 * MiB);
+	/* RSS is read at every sample: 5 x 64 MiB while all live */
+	CHECK_EQ(a->tree.combined_rss_peak, 5 * 64 * MiB);
+	mt_analysis_free(a);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -421,6 +471,7 @@ int main(int argc, char **argv)
 	test_untraced_heap();
 	test_heap_moment();
 	test_tree();
+	test_tree_stale_pss();
 	if (test_failures)
 		fprintf(stderr, "%d check(s) failed\n", test_failures);
 	return test_failures ? 1 : 0;

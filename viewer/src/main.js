@@ -76,8 +76,11 @@ function processPanel(data, proc, report) {
 // The memory the header gives: Pss first (each shared page divided among the
 // processes that map it, so a tree's sum is what it really takes) and RSS.
 function headerMemory(report) {
-  if (report.tree.processes_sampled > 1)
-    return `; the tree's combined peak Pss ${size(report.tree.combined_pss_peak)}; combined peak RSS ${size(report.tree.combined_rss_peak)} at ${seconds(report.tree.time_ns)}`;
+  if (report.tree.processes_sampled > 1) {
+    // null: no moment had every Pss read after the last fork
+    const pss = report.tree.combined_pss_peak === null ? 'unknown' : size(report.tree.combined_pss_peak);
+    return `; the tree's combined peak Pss ${pss}; combined peak RSS ${size(report.tree.combined_rss_peak)} at ${seconds(report.tree.time_ns)}`;
+  }
   const m = report.processes.length && report.processes[0].diagnosis.memory_over_time;
   return m ? `; peak Pss ${size(m.pss_peak)}, RSS ${size(m.rss_peak)}` : '';
 }
