@@ -278,7 +278,7 @@ enum tree_what { TREE_SAMPLE, TREE_FORK, TREE_END };
 struct tree_event {
 	uint64_t ns;
 	uint32_t proc;
-	uint8_t what;   /* enum tree_what; at one moment in this order */
+	uint8_t what; /* enum tree_what; at one moment in this order */
 	uint64_t rss, pss;
 	uint64_t pss_ns; /* when Pss was read (a sample may repeat an older one) */
 };
@@ -342,21 +342,23 @@ int mt_diagnosis_tree(struct mt_tree *t, const struct mt_instance *const *ins, u
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mt_instance *in = ins[i];
 		if (in->have_process && in->origin == MT_ORIGIN_FORK)
-			ev[nev++] = (struct tree_event){ .ns = mt_clock_ns(fit, in->start_time),
-			                                 .proc = i, .what = TREE_FORK };
+			ev[nev++] = (struct tree_event){.ns = mt_clock_ns(fit, in->start_time),
+			                                .proc = i,
+			                                .what = TREE_FORK};
 		if (!in->nsamples)
 			continue;
 		for (uint64_t j = 0; j < in->nsamples; j++) {
 			const uint64_t *v = in->samples[j].values;
 			uint64_t at = in->samples[j].time;
 			uint64_t read = v[MT_SAMPLE_PSS_AGE] < at ? at - v[MT_SAMPLE_PSS_AGE] : 0;
-			ev[nev++] = (struct tree_event){ mt_clock_ns(fit, at), i, TREE_SAMPLE,
-			                                 v[MT_SAMPLE_RSS], v[MT_SAMPLE_PSS],
-			                                 mt_clock_ns(fit, read) };
+			ev[nev++] =
+			        (struct tree_event){mt_clock_ns(fit, at), i,
+			                            TREE_SAMPLE,          v[MT_SAMPLE_RSS],
+			                            v[MT_SAMPLE_PSS],     mt_clock_ns(fit, read)};
 		}
 		/* a process counts until its last record */
-		ev[nev++] = (struct tree_event){ .ns = mt_clock_ns(fit, in->end_time), .proc = i,
-		                                 .what = TREE_END };
+		ev[nev++] = (struct tree_event){
+		        .ns = mt_clock_ns(fit, in->end_time), .proc = i, .what = TREE_END};
 	}
 	qsort(ev, nev, sizeof(*ev), cmp_event);
 	for (uint64_t i = 0; i < nev; i++) {

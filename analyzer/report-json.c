@@ -365,7 +365,8 @@ static json_t *tree_json(const struct mt_analysis *a)
 	json_object_set_new(o, "combined_rss_peak",
 	                    any ? mt_json_u64(a->tree.combined_rss_peak) : json_null());
 	json_object_set_new(o, "combined_pss_peak",
-	                    a->tree.pss_known ? mt_json_u64(a->tree.combined_pss_peak) : json_null());
+	                    a->tree.pss_known ? mt_json_u64(a->tree.combined_pss_peak)
+	                                      : json_null());
 	json_object_set_new(o, "time_ns", any ? mt_json_u64(a->tree.time_ns) : json_null());
 	return o;
 }

@@ -23,9 +23,9 @@
 #include "trace-builder.h"
 
 #define CHUNK 65536u
-#define KiB 1024ull
-#define MiB (1024ull * 1024ull)
-#define MS 1000000ull
+#define KiB   1024ull
+#define MiB   (1024ull * 1024ull)
+#define MS    1000000ull
 
 static const char *keep_dir;
 
@@ -33,14 +33,15 @@ static struct mt_analysis *analyze(struct tb *b, const char *name)
 {
 	char path[512];
 	struct mt_analysis *a = NULL;
-	struct mt_error err = { 0 };
+	struct mt_error err = {0};
 	FILE *f;
 	int r;
 
 	if (keep_dir)
 		snprintf(path, sizeof(path), "%s/%s.trace", keep_dir, name);
 	else
-		snprintf(path, sizeof(path), "/tmp/test-diagnosis-%d-%s.trace", (int)getpid(), name);
+		snprintf(path, sizeof(path), "/tmp/test-diagnosis-%d-%s.trace", (int)getpid(),
+		         name);
 	f = fopen(path, "wb");
 	CHECK(f != NULL);
 	if (!f)
@@ -57,11 +58,12 @@ static struct mt_analysis *analyze(struct tb *b, const char *name)
 	return a;
 }
 
-static void sample(struct tb *b, uint64_t t, uint64_t rss, uint64_t pss, uint64_t pd, uint64_t arena,
-		   uint64_t in_use, uint64_t hfree, uint64_t trim, uint64_t mmapped, uint64_t cg_cur,
-		   uint64_t cg_max)
+static void sample(struct tb *b, uint64_t t, uint64_t rss, uint64_t pss, uint64_t pd,
+                   uint64_t arena, uint64_t in_use, uint64_t hfree, uint64_t trim, uint64_t mmapped,
+                   uint64_t cg_cur, uint64_t cg_max)
 {
-	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { rss, pss, pd, arena, in_use, hfree, trim, mmapped, cg_cur, cg_max };
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = {rss,   pss,  pd,      arena,  in_use,
+	                                     hfree, trim, mmapped, cg_cur, cg_max};
 
 	tb_sample(b, t, t, v, MT_SAMPLE_FIELD_COUNT);
 }
@@ -81,7 +83,7 @@ static const struct mt_growth *growth_of(const struct mt_diagnosis *d, uint32_t 
  */
 static void test_growth_and_rss(void)
 {
-	uint64_t frames[] = { 0x401000, 0x402000 };
+	uint64_t frames[] = {0x401000, 0x402000};
 	struct mt_analysis *a;
 	struct tb b;
 	char label[32];
@@ -124,7 +126,8 @@ static void test_growth_and_rss(void)
 		if (g) {
 			CHECK(g->per_mark);
 			CHECK(fabs(g->bytes_per_mark - (double)MiB) <= 0.01 * MiB);
-			/* observed: 1 MiB at the first mark to 10 MiB at the last, 9 ms later: 1000 MiB/s */
+			/* observed: 1 MiB at the first mark to 10 MiB at the last, 9 ms later: 1000
+			 * MiB/s */
 			CHECK_EQ(g->from_bytes, 1 * MiB);
 			CHECK_EQ(g->end_bytes, 10 * MiB);
 			CHECK(fabs(g->bytes_per_second - 1000.0 * MiB) <= 1e-6 * 1000.0 * MiB);
@@ -172,15 +175,17 @@ static void test_post_mortem(void)
 	tb_process(&b, 1 * MS, 200, 1, MT_ORIGIN_ROOT, 0, "/k", "k", 1);
 	tb_alloc(&b, 1 * MS + 1, MT_FN_MALLOC, 0x100000, 7 * MiB, 2);
 	for (int i = 0; i < 20; i++)
-		tb_alloc(&b, 2 * MS + (uint64_t)i * MS, MT_FN_MALLOC, 0x10000000 + (uint64_t)i * 0x2000000,
-			 16 * MiB, 1);
+		tb_alloc(&b, 2 * MS + (uint64_t)i * MS, MT_FN_MALLOC,
+		         0x10000000 + (uint64_t)i * 0x2000000, 16 * MiB, 1);
 	tb_fail(&b, 22 * MS + 500, MT_FN_MALLOC, 1536 * MiB, 4, ENOMEM);
 	tb_alloc(&b, 23 * MS, MT_FN_MALLOC, 0x200000, 1000, 5);
 	/* no EXIT: killed */
 	tb_chunk(&b, 1, 200, 201, 1 * MS);
 	sample(&b, 10 * MS, 200 * MiB, 190 * MiB, 180 * MiB, 0, 0, 0, 0, 0, 220 * MiB, 512 * MiB);
-	sample(&b, 22 * MS, 500 * MiB, 490 * MiB, 480 * MiB, 0, 0, 1638 * MiB, 0, 0, 505 * MiB, 512 * MiB);
-	sample(&b, 23 * MS, 512 * MiB, 500 * MiB, 490 * MiB, 0, 0, 1638 * MiB, 0, 0, 520 * MiB, 512 * MiB);
+	sample(&b, 22 * MS, 500 * MiB, 490 * MiB, 480 * MiB, 0, 0, 1638 * MiB, 0, 0, 505 * MiB,
+	       512 * MiB);
+	sample(&b, 23 * MS, 512 * MiB, 500 * MiB, 490 * MiB, 0, 0, 1638 * MiB, 0, 0, 520 * MiB,
+	       512 * MiB);
 	a = analyze(&b, "killed");
 	if (!a)
 		return;
@@ -216,7 +221,8 @@ static void test_post_mortem(void)
 		if (d->frag.nfindings) {
 			CHECK(!strcmp(d->frag.findings[0].name, "allocation-failed"));
 			CHECK_EQ(d->frag.findings[0].figure, 1536 * MiB);
-			CHECK(strstr(d->frag.findings[0].text, "its cgroup allows 512 MiB") != NULL);
+			CHECK(strstr(d->frag.findings[0].text, "its cgroup allows 512 MiB") !=
+			      NULL);
 			CHECK(strstr(d->frag.findings[0].advice, "more than the cgroup") != NULL);
 		}
 	}
@@ -244,7 +250,8 @@ static void test_untraced_heap(void)
 		tb_chunk(&b, 1, 300, 300, 1 * MS);
 		tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/u", "u", 1);
 		for (int i = 0; i < 1000; i++)
-			tb_alloc(&b, 2 * MS + (uint64_t)i, MT_FN_MALLOC, 0x100000 + (uint64_t)i * 0x1000, KiB, 1);
+			tb_alloc(&b, 2 * MS + (uint64_t)i, MT_FN_MALLOC,
+			         0x100000 + (uint64_t)i * 0x1000, KiB, 1);
 		tb_exit(&b, 10 * MS, MT_EXIT_EXIT, 0);
 		tb_chunk(&b, 1, 300, 301, 1 * MS);
 		sample(&b, 5 * MS, 200 * MiB, 0, 0, 0, in_use - 4096, 0, 0, 4096, 0, 0);
@@ -285,8 +292,8 @@ static void test_mmap_threshold(void)
 	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x7f0000000000, MiB, 1);
 	tb_free(&b, 4 * MS, 0x7f0000000000);
 	for (int i = 0; i < 10; i++)
-		tb_alloc(&b, 5 * MS + (uint64_t)i * 1000, MT_FN_MALLOC, 0x1000000 + (uint64_t)i * 0x100000,
-			 512 * KiB, 2);
+		tb_alloc(&b, 5 * MS + (uint64_t)i * 1000, MT_FN_MALLOC,
+		         0x1000000 + (uint64_t)i * 0x100000, 512 * KiB, 2);
 	tb_exit(&b, 8 * MS, MT_EXIT_MAIN_RETURN, 0);
 	tb_chunk(&b, 1, 300, 301, 1 * MS);
 	sample(&b, 3 * MS, 10 * MiB, 0, 0, 2 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, MiB + 4096, 0, 0);
@@ -328,8 +335,8 @@ static void test_mmap_threshold(void)
  */
 static void test_heap_moment(void)
 {
-	uint64_t frames[] = { 0x401000 };
-	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { 0 };
+	uint64_t frames[] = {0x401000};
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = {0};
 	struct mt_analysis *a;
 	struct tb b;
 
@@ -398,7 +405,8 @@ static void test_tree(void)
 	a = analyze(&b, "tree");
 	if (!a)
 		return;
-	/* RSS: 120 (32 ms) + 70 (31 ms) = 190 at 32 ms; Pss: 80 (22 ms) + 45 (31 ms) = 125 at 31 ms */
+	/* RSS: 120 (32 ms) + 70 (31 ms) = 190 at 32 ms; Pss: 80 (22 ms) + 45 (31 ms) = 125 at 31 ms
+	 */
 	CHECK_EQ(a->tree.processes, 2);
 	CHECK_EQ(a->tree.sampled, 2);
 	CHECK_EQ(a->tree.combined_rss_peak, 190 * MiB);
@@ -421,7 +429,7 @@ static void test_tree(void)
  */
 static void test_tree_stale_pss(void)
 {
-	uint64_t v[MT_SAMPLE_FIELD_COUNT] = { 0 };
+	uint64_t v[MT_SAMPLE_FIELD_COUNT] = {0};
 	uint64_t share = 64 * MiB / 5;
 	struct mt_analysis *a;
 	struct tb b;
