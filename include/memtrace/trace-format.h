@@ -124,6 +124,8 @@ enum mt_record_type {
 	MT_REC_EXEC = 16,   /* the process calls an exec function: it may become untraced */
 	MT_REC_PYCODE = 17,  /* a Python code object that PYSTACK records' frames name */
 	MT_REC_PYSTACK = 18, /* an interned Python stack that STACK records name */
+	MT_REC_REACH = 19,        /* the exit's reachability scan: its moment and figures */
+	MT_REC_REACH_BLOCKS = 20, /* the addresses of the blocks of one reachability class */
 	MT_REC_TYPE_COUNT
 };
 
@@ -207,6 +209,24 @@ enum mt_exit_how {
 	MT_EXIT_EXIT = 2,        /* exit() */
 	MT_EXIT_UNDERSCORE = 3,  /* _exit() or _Exit(): no exit handlers ran */
 	MT_EXIT_UNKNOWN = 4,     /* destructors ran, status unknown */
+};
+
+/* MT_REC_REACH status. */
+enum mt_reach_status {
+	MT_REACH_DONE = 0,
+	MT_REACH_OFF = 1,        /* MEMTRACE_REACHABILITY=0 */
+	MT_REACH_NO_MEMORY = 2,  /* detail: bytes the scan needed */
+	MT_REACH_FAILED = 3,     /* detail: signal, or 256 + exit code, of the scanning process */
+	MT_REACH_NO_TRACE = 4,   /* detail: errno reading the trace back */
+	MT_REACH_TOO_MANY = 5,   /* detail: live blocks */
+};
+
+/* MT_REC_REACH_BLOCKS class, valgrind memcheck's four. */
+enum mt_reach_class {
+	MT_REACH_DEFINITE = 1,
+	MT_REACH_INDIRECT = 2,
+	MT_REACH_POSSIBLE = 3,
+	MT_REACH_REACHABLE = 4,
 };
 
 /* Reasons in MT_REC_LOST. */
