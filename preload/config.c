@@ -75,5 +75,6 @@ void mt_config_load(void)
 	mt_config.stack_table_bits = number("MEMTRACE_STACK_TABLE_BITS", 20, 10, 28);
 	mt_config.trace_mmap = flag("MEMTRACE_MMAP", true);
 	mt_config.python = flag("MEMTRACE_PYTHON", true);
+	mt_config.reachability = flag("MEMTRACE_REACHABILITY", true);
 	unwinder();
 }

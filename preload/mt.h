@@ -75,6 +75,7 @@ struct mt_config {
 	bool trace_mmap;
 	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
 	bool python;      /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
+	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
 };
 extern struct mt_config mt_config;
 
@@ -235,6 +236,8 @@ MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk *
 MT_HIDDEN void mt_writer_thread_key(void);
 MT_HIDDEN void mt_writer_drop_thread(void);  /* tracing is off: give this thread's chunk back */
 MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
+/* The trace's descriptor, held (mt_fd_release(MT_FD_TRACE) after), and its inode; -errno. */
+MT_HIDDEN int mt_writer_trace_hold(ino_t *ino);
 MT_HIDDEN extern uint32_t mt_instance;
 MT_HIDDEN extern pid_t mt_pid;
 
@@ -440,6 +443,11 @@ MT_HIDDEN void mt_sampler_start(void);  /* a process begins: its files, its thre
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
 MT_HIDDEN void mt_sampler_forked(void); /* the parent's side of a fork: Pss read at the next sample */
+/* The cgroup's memory now and its limit (0 when unknown or unlimited). */
+MT_HIDDEN void mt_sampler_cgroup(uint64_t *current, uint64_t *max);
+
+/* reach.c: at a normal exit, the live blocks classified (REACH records). */
+MT_HIDDEN void mt_reach_at_exit(void);
 /* The heap figures' states (sampler.c): a program thread takes them at the
  * end of an interposed call, where it holds no malloc lock, when WANTED,
  * marks FRESH ones stale, and answers a PROBE (is the program idle?) by

@@ -128,6 +128,10 @@ __attribute__((destructor)) static void finish(void)
 	int how = atomic_load(&exit_how);
 
 	mt_self.guard = true;
+	/* not from a signal handler that interrupted memtrace, not twice, not a vfork child */
+	if (!guard && atomic_load(&mt_state) == MT_ON && !atomic_load(&exit_written) &&
+	    !mt_process_in_parent_memory())
+		mt_reach_at_exit();
 	mt_process_exit_record(how ? (unsigned)how : MT_EXIT_UNKNOWN, exit_status, guard);
 	mt_self.guard = guard;
 }

@@ -393,6 +393,17 @@ void mt_sampler_last(void)
 	take_sample(true);
 }
 
+void mt_sampler_cgroup(uint64_t *current, uint64_t *max)
+{
+	*current = *max = 0;
+	/* its buffers are the sampler's: unknown while a sample is under way */
+	if (atomic_exchange(&sampling, true))
+		return;
+	files_for_this_process();
+	cgroup_memory(current, max);
+	atomic_store(&sampling, false);
+}
+
 void mt_sampler_forked(void)
 {
 	atomic_store(&pss_wanted, true);

@@ -432,6 +432,14 @@ static int trace_fd_hold(void)
 	return fd >= 0 ? fd : -EBADF;
 }
 
+int mt_writer_trace_hold(ino_t *ino)
+{
+	int fd = trace_fd_hold();
+
+	*ino = trace_ino;
+	return fd;
+}
+
 /* Gives back the unused whole pages at the end of a chunk the thread is done with. */
 static void punch_tail(struct mt_thread *t)
 {

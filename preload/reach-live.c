@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy's live blocks, rebuilt from the trace (docs/reachability.md).
+ *
+ * The records of the exiting instance, and of each ancestor it was forked
+ * from up to that fork (a forked child starts with its parent's heap), are
+ * read from the file itself: every byte any thread wrote is in the page
+ * cache. Threads write their own chunks, so events are not in time order
+ * across chunks; an address's state is that of its latest event by time,
+ * which needs no sort: a table keyed by address keeps the latest event
+ * seen. Events after the snapshot (other threads of the parent run on) are
+ * left out.
+ *
+ * Context: the copy (reach.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "memtrace/trace-format.h"
+#include "reach.h"
+
+/* An address's latest host event: size with ALIVE set while the block lives. */
+struct slot {
+	uint64_t addr, time, size;
+};
+#define ALIVE (1ull << 63)
+
+struct table {
+	struct slot *s;
+	size_t cap, n; /* cap a power of two; n used slots */
+};
+
+struct instance {
+	uint64_t cutoff; /* 0: not in the chain */
+	uint64_t start;
+	uint32_t parent;
+	uint8_t origin;
+	bool seen;
+};
+
+static bool table_grow(struct table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1u << 16;
+	struct slot *s = mt_reach_map(cap * sizeof(*s));
+
+	if (!s)
+		return false;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct slot *o = &t->s[i];
+		if (!o->addr)
+			continue;
+		size_t j = (o->addr >> 4) * 0x9e3779b97f4a7c15u >> 20 & (cap - 1);
+		while (s[j].addr)
+			j = (j + 1) & (cap - 1);
+		s[j] = *o;
+	}
+	if (t->s)
+		mt_reach_unmap(t->s, t->cap * sizeof(*t->s));
+	t->s = s;
+	t->cap = cap;
+	return true;
+}
+
+/* A host event on addr at time: the address's state if it is the latest. */
+static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
+{
+	size_t j;
+
+	if (!addr)
+		return true;
+	if (2 * (t->n + 1) > t->cap && !table_grow(t))
+		return false;
+	j = (addr >> 4) * 0x9e3779b97f4a7c15u >> 20 & (t->cap - 1);
+	while (t->s[j].addr && t->s[j].addr != addr)
+		j = (j + 1) & (t->cap - 1);
+	if (!t->s[j].addr) {
+		t->n++;
+	} else if (time < t->s[j].time || (time == t->s[j].time && !alive)) {
+		/* an older event (or a free at the tick of the allocation after it) */
+		return true;
+	}
+	t->s[j] = (struct slot){addr, time, alive ? size | ALIVE : 0};
+	return true;
+}
+
+struct cur {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t u(struct cur *c)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (c->p >= c->end) {
+			c->bad = true;
+			return 0;
+		}
+		uint8_t b = *c->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static uint64_t z(struct cur *c)
+{
+	uint64_t v = u(c);
+	return (v >> 1) ^ -(v & 1);
+}
+
+/* Record types whose first field is a dt on the chunk's time register. */
+static bool timed(unsigned type)
+{
+	switch (type) {
+	case MT_REC_PROCESS:
+	case MT_REC_MODULE:
+	case MT_REC_MODULE_GONE:
+	case MT_REC_ALLOC:
+	case MT_REC_FREE:
+	case MT_REC_REALLOC:
+	case MT_REC_FAIL:
+	case MT_REC_MMAP:
+	case MT_REC_MUNMAP:
+	case MT_REC_MREMAP:
+	case MT_REC_SAMPLE:
+	case MT_REC_EXIT:
+	case MT_REC_MARK:
+	case MT_REC_EXEC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool host(uint64_t fn, struct cur *c)
+{
+	uint64_t kind = c->p < c->end ? u(c) : mt_fn_kind((unsigned)fn);
+	return kind == MT_KIND_HOST;
+}
+
+/*
+ * One chunk's records into the table, those up to cutoff; false when the
+ * table cannot grow. A record that does not decode ends the chunk, as it
+ * would for the analyzer.
+ */
+static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, uint64_t time,
+                         uint64_t cutoff)
+{
+	uint64_t addr = 0;
+
+	while (p < end && *p) {
+		unsigned type = *p++;
+		struct cur c = {p, end, false};
+		uint64_t len = u(&c);
+		if (c.bad || len > (uint64_t)(end - c.p))
+			return true;
+		c.end = c.p + len;
+		p = c.end;
+		if (!timed(type))
+			continue;
+		time += z(&c);
+		switch (type) {
+		case MT_REC_ALLOC: {
+			uint64_t fn = u(&c);
+			addr += z(&c);
+			uint64_t size = u(&c);
+			u(&c); /* stack */
+			if (!c.bad && host(fn, &c) && !c.bad && time <= cutoff &&
+			    !event(t, addr, time, true, size))
+				return false;
+			break;
+		}
+		case MT_REC_FREE: {
+			uint64_t fn = u(&c);
+			addr += z(&c);
+			if (!c.bad && host(fn, &c) && !c.bad && time <= cutoff &&
+			    !event(t, addr, time, false, 0))
+				return false;
+			break;
+		}
+		case MT_REC_REALLOC: {
+			uint64_t t0 = time - u(&c);
+			u(&c); /* fn */
+			uint64_t old = addr += z(&c);
+			uint64_t new = addr += z(&c);
+			uint64_t size = u(&c);
+			if (c.bad)
+				break;
+			if (old && t0 <= cutoff && !event(t, old, t0, false, 0))
+				return false;
+			if (new &&time <= cutoff && !event(t, new, time, true, size))
+				return false;
+			break;
+		}
+		case MT_REC_MMAP:
+			u(&c);
+			addr += z(&c);
+			break;
+		case MT_REC_MUNMAP:
+			addr += z(&c);
+			break;
+		case MT_REC_MREMAP:
+			u(&c);
+			addr += z(&c);
+			u(&c);
+			addr += z(&c);
+			break;
+		default:
+			break;
+		}
+	}
+	return true;
+}
+
+typedef bool (*chunk_fn)(void *ctx, const struct mt_chunk_header *h, const uint8_t *data,
+                         const uint8_t *end);
+
+/* Every chunk of the file, in file order, as the analyzer walks them. */
+static bool each_chunk(const uint8_t *file, uint64_t size, chunk_fn fn, void *ctx)
+{
+	const struct mt_file_header *fh = (const void *)file;
+	uint64_t off = fh->header_size;
+
+	while (off + sizeof(struct mt_chunk_header) <= size) {
+		const struct mt_chunk_header *h = (const void *)(file + off);
+		if (h->magic != MT_CHUNK_MAGIC) {
+			off += MT_CHUNK_UNIT; /* claimed and never written */
+			continue;
+		}
+		if (h->size < MT_CHUNK_UNIT || h->size % MT_CHUNK_UNIT)
+			break;
+		uint64_t end = off + h->size < size ? off + h->size : size;
+		if (!fn(ctx, h, file + off + sizeof(*h), file + end))
+			return false;
+		off += h->size;
+	}
+	return true;
+}
+
+struct walk {
+	struct instance *ins;
+	uint64_t nins;
+	struct table t;
+};
+
+/* The PROCESS record first in an instance's first chunk: its start and parent. */
+static bool process_of(void *ctx, const struct mt_chunk_header *h, const uint8_t *p,
+                       const uint8_t *end)
+{
+	struct walk *w = ctx;
+	struct instance *in;
+	struct cur c = {p + 1, end, false};
+
+	if (h->instance >= w->nins || p >= end || *p != MT_REC_PROCESS)
+		return true;
+	in = &w->ins[h->instance];
+	u(&c); /* length */
+	uint64_t start = h->base_ticks + z(&c);
+	u(&c); /* pid */
+	u(&c); /* ppid */
+	uint64_t origin = u(&c);
+	uint64_t parent = u(&c);
+	if (c.bad || in->seen)
+		return true;
+	in->seen = true;
+	in->start = start;
+	in->origin = (uint8_t)origin;
+	in->parent = parent < w->nins ? (uint32_t)parent : 0;
+	return true;
+}
+
+static bool events_of(void *ctx, const struct mt_chunk_header *h, const uint8_t *p,
+                      const uint8_t *end)
+{
+	struct walk *w = ctx;
+
+	if (h->instance >= w->nins || !w->ins[h->instance].cutoff)
+		return true;
+	return chunk_events(&w->t, p, end, h->base_ticks, w->ins[h->instance].cutoff);
+}
+
+/* Sorts blocks by address: radix, 16 bits at a time, through tmp. */
+static bool sort_blocks(struct mt_reach_block *b, struct mt_reach_block *tmp, size_t n)
+{
+	size_t *count = mt_reach_map((1u << 16) * sizeof(*count));
+	uint64_t top = 0;
+
+	if (!count)
+		return false;
+
+	for (size_t i = 0; i < n; i++)
+		top |= b[i].addr;
+	for (unsigned shift = 0; shift < 64 && top >> shift; shift += 16) {
+		memset(count, 0, (1u << 16) * sizeof(*count));
+		for (size_t i = 0; i < n; i++)
+			count[b[i].addr >> shift & 0xffff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < (1u << 16); d++) {
+			size_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[b[i].addr >> shift & 0xffff]++] = b[i];
+		memcpy(b, tmp, n * sizeof(*b));
+	}
+	mt_reach_unmap(count, (1u << 16) * sizeof(*count));
+	return true;
+}
+
+int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
+                  uint64_t *detail)
+{
+	struct stat st;
+	const uint8_t *file;
+	const struct mt_file_header *fh;
+	struct walk w = {0};
+	struct mt_reach_block *b, *tmp;
+	size_t nb = 0;
+	uint32_t cur;
+
+	if (syscall(SYS_fstat, in->trace_fd, &st) < 0) {
+		*detail = (uint64_t)errno;
+		return MT_REACH_NO_TRACE;
+	}
+	file = (const uint8_t *)syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED,
+	                                in->trace_fd, 0);
+	if (file == MAP_FAILED) {
+		*detail = (uint64_t)errno;
+		return MT_REACH_NO_TRACE;
+	}
+	fh = (const void *)file;
+	if ((uint64_t)st.st_size < MT_CHUNK_UNIT || memcmp(fh->magic, MT_FILE_MAGIC, 8) ||
+	    fh->header_size != MT_CHUNK_UNIT) {
+		*detail = EBADMSG;
+		return MT_REACH_NO_TRACE;
+	}
+	w.nins = fh->next_instance + 1;
+	w.ins = mt_reach_map(w.nins * sizeof(*w.ins));
+	if (!w.ins)
+		goto no_memory;
+	each_chunk(file, (uint64_t)st.st_size, process_of, &w);
+	/* the instance, then each one it was forked from, up to that fork */
+	if (in->instance >= w.nins) {
+		*detail = EBADMSG;
+		return MT_REACH_NO_TRACE;
+	}
+	w.ins[in->instance].cutoff = in->cutoff;
+	for (cur = in->instance; w.ins[cur].seen && w.ins[cur].origin == MT_ORIGIN_FORK;) {
+		uint32_t parent = w.ins[cur].parent;
+		if (!parent || w.ins[parent].cutoff)
+			break;
+		w.ins[parent].cutoff = w.ins[cur].start;
+		cur = parent;
+	}
+	if (!each_chunk(file, (uint64_t)st.st_size, events_of, &w))
+		goto no_memory;
+	for (size_t i = 0; i < w.t.cap; i++)
+		nb += (w.t.s[i].size & ALIVE) != 0;
+	b = mt_reach_map((nb + 1) * sizeof(*b));
+	tmp = mt_reach_map((nb + 1) * sizeof(*tmp));
+	if (!b || !tmp)
+		goto no_memory;
+	nb = 0;
+	for (size_t i = 0; i < w.t.cap; i++)
+		if (w.t.s[i].size & ALIVE)
+			b[nb++] = (struct mt_reach_block){w.t.s[i].addr, w.t.s[i].size & ~ALIVE};
+	if (!sort_blocks(b, tmp, nb))
+		goto no_memory;
+	mt_reach_unmap(tmp, (nb + 1) * sizeof(*tmp));
+	mt_reach_unmap(w.t.s, w.t.cap * sizeof(*w.t.s));
+	*blocks = b;
+	*n = nb;
+	return 0;
+no_memory:
+	*detail = mt_reach_mapped;
+	return MT_REACH_NO_MEMORY;
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * At a normal exit, which live blocks anything still points to
+ * (docs/reachability.md): the REACH and REACH_BLOCKS records.
+ *
+ * The scan runs in a copy of the process made by a raw clone: a snapshot
+ * that the program's other threads, still running, cannot change under it,
+ * and whose fault (a corrupt record, an unreadable page) cannot reach the
+ * program. The clone raises no SIGCHLD and runs no fork handler, so the
+ * program's handlers and its waitpid(-1) never see it (waited for with
+ * __WALL). The copy rebuilds its live blocks from the trace, scans, and
+ * hands the classes back through a shared mapping; the parent writes them.
+ * The copy is the OOM killer's first choice (oom_score_adj 1000) and maps
+ * no more than half the memory left to the cgroup (a quarter of the
+ * machine's without a limit): an exit near the limit loses the scan, never
+ * the program.
+ *
+ * Context: the exit path (memtrace's destructor), guard set.
+ */
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mt.h"
+#include "reach.h"
+
+/* The shared result: header, then addresses, then a class byte each. */
+#define OUT_BYTES  (1ull << 30)
+#define OUT_HEADER 4096u
+#define OUT_CAP    ((OUT_BYTES - OUT_HEADER) / 9)
+/* Addresses per REACH_BLOCKS record: about 20 KiB at most. */
+#define PER_RECORD 2048u
+
+/* ---- the copy's own memory ---- */
+
+uint64_t mt_reach_mapped;
+static uint64_t budget;
+#define OWN_MAX 256
+static struct mt_reach_range own[OWN_MAX];
+
+static void own_set(void *old, void *p, size_t bytes)
+{
+	for (size_t i = 0; i < OWN_MAX; i++) {
+		if (own[i].lo == (uintptr_t)old) {
+			own[i] =
+			        (struct mt_reach_range){(uintptr_t)p, p ? (uintptr_t)p + bytes : 0};
+			return;
+		}
+	}
+}
+
+static size_t page_up(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
+void *mt_reach_map(size_t bytes)
+{
+	void *p;
+
+	bytes = page_up(bytes ? bytes : 1);
+	if (mt_reach_mapped + bytes > budget)
+		return NULL;
+	p = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
+	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	mt_reach_mapped += bytes;
+	own_set(NULL, p, bytes);
+	return p;
+}
+
+void *mt_reach_remap(void *p, size_t old, size_t bytes)
+{
+	void *q;
+
+	old = page_up(old);
+	bytes = page_up(bytes);
+	if (mt_reach_mapped - old + bytes > budget)
+		return NULL;
+	q = (void *)syscall(SYS_mremap, p, old, bytes, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED)
+		return NULL;
+	mt_reach_mapped = mt_reach_mapped - old + bytes;
+	own_set(p, q, bytes);
+	return q;
+}
+
+void mt_reach_unmap(void *p, size_t bytes)
+{
+	bytes = page_up(bytes);
+	syscall(SYS_munmap, p, bytes);
+	mt_reach_mapped -= bytes;
+	own_set(p, NULL, 0);
+}
+
+void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < OWN_MAX && k < room; i++)
+		if (own[i].lo)
+			out[k++] = own[i];
+	*n += k;
+}
+
+/* ---- the copy ---- */
+
+struct out {
+	struct mt_reach_result r;
+};
+
+static uint64_t *out_addr(struct out *o)
+{
+	return (uint64_t *)((char *)o + OUT_HEADER);
+}
+
+static uint8_t *out_class(struct out *o)
+{
+	return (uint8_t *)((char *)o + OUT_HEADER + 8 * OUT_CAP);
+}
+
+static void copy_main(const struct mt_reach_input *in, struct out *o)
+{
+	struct mt_reach_block *b;
+	size_t n;
+	int fd, st;
+
+	/* if memory runs out now, the kernel takes this process, not the program */
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		syscall(SYS_write, fd, "1000", 4);
+		syscall(SYS_close, fd);
+	}
+	st = mt_reach_live(in, &b, &n, &o->r.detail);
+	if (st) {
+		o->r.status = (uint32_t)st;
+		return;
+	}
+	if (n > OUT_CAP) {
+		o->r.status = MT_REACH_TOO_MANY;
+		o->r.detail = n;
+		return;
+	}
+	st = mt_reach_scan(in, b, n, out_class(o), &o->r.scanned, &o->r.detail);
+	if (st) {
+		o->r.status = (uint32_t)st;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		out_addr(o)[i] = b[i].addr;
+		o->r.bytes += b[i].size;
+	}
+	o->r.blocks = n;
+	o->r.status = MT_REACH_DONE;
+}
+
+/* ---- the parent ---- */
+
+struct self_range {
+	uintptr_t lo, hi;
+};
+
+/* libmemtrace.so's segments: its data holds no program pointer worth a root. */
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct self_range *r = arg;
+	uintptr_t here = (uintptr_t)&mt_reach_at_exit, lo = UINTPTR_MAX, hi = 0;
+	bool mine = false;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+		mine |= here >= a && here < a + ph->p_memsz;
+	}
+	if (!mine)
+		return 0;
+	r->lo = lo & ~(uintptr_t)4095;
+	r->hi = page_up(hi);
+	return 1;
+}
+
+/* Half of what the cgroup has left, or a quarter of the machine. */
+static uint64_t copy_budget(void)
+{
+	uint64_t current, max;
+	struct sysinfo si;
+
+	mt_sampler_cgroup(&current, &max);
+	if (max)
+		return max > current ? (max - current) / 2 : 0;
+	if (sysinfo(&si) == 0)
+		return (uint64_t)si.totalram * si.mem_unit / 4;
+	return 1ull << 30;
+}
+
+static __attribute__((noinline)) uintptr_t stack_pointer(void)
+{
+	return (uintptr_t)__builtin_frame_address(0);
+}
+
+static void write_reach(uint64_t time, unsigned status, uint64_t detail,
+                        const struct mt_reach_result *r, uint64_t ns)
+{
+	uint8_t *rec = mt_room(4 + 8 * MT_MAX_VARINT), *q;
+
+	if (!rec)
+		return;
+	q = mt_put_varint(rec + 4, time);
+	q = mt_put_varint(q, status);
+	q = mt_put_varint(q, detail);
+	q = mt_put_varint(q, r ? r->blocks : 0);
+	q = mt_put_varint(q, r ? r->bytes : 0);
+	q = mt_put_varint(q, r ? r->scanned : 0);
+	q = mt_put_varint(q, ns);
+	mt_commit_large(rec, MT_REC_REACH, q);
+}
+
+/* The blocks of each class, in address order, PER_RECORD to a record. */
+static void write_blocks(const uint64_t *addr, const uint8_t *cls, size_t n)
+{
+	for (uint8_t c = MT_REACH_DEFINITE; c <= MT_REACH_REACHABLE; c++) {
+		size_t i = 0;
+		while (i < n) {
+			size_t k = 0, j = i;
+			uint64_t prev = 0;
+			uint8_t *rec, *q;
+			while (j < n && k < PER_RECORD)
+				k += cls[j++] == c;
+			if (!k)
+				break;
+			rec = mt_room(4 + (2 + k) * MT_MAX_VARINT);
+			if (!rec)
+				return;
+			q = mt_put_varint(rec + 4, c);
+			q = mt_put_varint(q, k);
+			for (; i < j; i++) {
+				if (cls[i] != c)
+					continue;
+				q = mt_put_varint(q, mt_zigzag((int64_t)(addr[i] - prev)));
+				prev = addr[i];
+			}
+			mt_commit_large(rec, MT_REC_REACH_BLOCKS, q);
+		}
+	}
+}
+
+/* Waits for the copy; 0 when it finished, else MT_REACH_FAILED's detail. */
+static uint64_t wait_copy(pid_t pid)
+{
+	int st;
+
+	for (;;) {
+		long r = syscall(SYS_wait4, pid, &st, __WALL, NULL);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return 256 + 255; /* reaped by the program's own wait: unknown */
+	}
+	if (WIFSIGNALED(st))
+		return (uint64_t)WTERMSIG(st);
+	return WEXITSTATUS(st) ? 256 + (uint64_t)WEXITSTATUS(st) : 0;
+}
+
+static const char *why(unsigned status)
+{
+	switch (status) {
+	case MT_REACH_NO_MEMORY:
+		return "not enough memory left for the scan";
+	case MT_REACH_FAILED:
+		return "the scanning process failed";
+	case MT_REACH_NO_TRACE:
+		return "the trace could not be read back";
+	default:
+		return "more live blocks than the scan can hold";
+	}
+}
+
+void mt_reach_at_exit(void)
+{
+	struct mt_reach_input in = {0};
+	struct self_range self = {0, 0};
+	struct out *o;
+	uint64_t began = mt_monotonic_ns(), detail = 0;
+	unsigned status;
+	int err = errno;
+	long pid;
+
+	if (!mt_config.reachability) {
+		write_reach(mt_now(), MT_REACH_OFF, 0, NULL, 0);
+		return;
+	}
+	o = (struct out *)syscall(SYS_mmap, NULL, OUT_BYTES, PROT_READ | PROT_WRITE,
+	                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (o == MAP_FAILED) {
+		write_reach(mt_now(), MT_REACH_NO_MEMORY, OUT_BYTES, NULL, 0);
+		mt_say("leaks not classified: %s", why(MT_REACH_NO_MEMORY));
+		errno = err;
+		return;
+	}
+	dl_iterate_phdr(find_self, &self);
+	budget = copy_budget();
+	in.self_lo = self.lo;
+	in.self_hi = self.hi;
+	in.out_lo = (uintptr_t)o;
+	in.out_hi = (uintptr_t)o + OUT_BYTES;
+	in.instance = mt_instance;
+	in.trace_fd = mt_writer_trace_hold(&in.trace_ino);
+	if (in.trace_fd < 0) {
+		status = MT_REACH_NO_TRACE;
+		detail = (uint64_t)-in.trace_fd;
+		goto done;
+	}
+	/* the callers' registers onto the stack, which is scanned from here up */
+	__builtin_unwind_init();
+	in.sp = stack_pointer();
+	in.cutoff = mt_now();
+	pid = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
+	if (pid == 0) {
+		copy_main(&in, o);
+		syscall(SYS_exit_group, 0);
+	}
+	mt_fd_release(MT_FD_TRACE);
+	if (pid < 0) {
+		status = MT_REACH_FAILED;
+		detail = 256 + (uint64_t)errno;
+		goto done;
+	}
+	detail = wait_copy((pid_t)pid);
+	if (detail) {
+		status = MT_REACH_FAILED;
+	} else {
+		status = o->r.status;
+		detail = o->r.detail;
+	}
+done:
+	write_reach(in.cutoff ? in.cutoff : mt_now(), status, detail,
+	            status == MT_REACH_DONE ? &o->r : NULL, mt_monotonic_ns() - began);
+	if (status == MT_REACH_DONE)
+		write_blocks(out_addr(o), out_class(o), o->r.blocks);
+	else
+		mt_say("leaks not classified: %s", why(status));
+	syscall(SYS_munmap, o, OUT_BYTES);
+	errno = err;
+}

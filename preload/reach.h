@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exit's reachability scan (docs/reachability.md), shared by its three
+ * files: reach.c (the parent: the copy made, waited for, its result
+ * written), reach-live.c (the copy: its live blocks from its own records in
+ * the trace) and reach-scan.c (the copy: roots and blocks scanned, every
+ * block classified).
+ *
+ * Context of everything but reach.c: the copy, a raw clone of the exiting
+ * process with one thread, whose other threads may have held any lock of
+ * libc's at the clone: no malloc, no stdio, no lock, memory from raw mmap.
+ */
+#ifndef MT_REACH_H
+#define MT_REACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mt_reach_block {
+	uint64_t addr, size;
+};
+
+struct mt_reach_range {
+	uintptr_t lo, hi;
+};
+
+/* What the copy hands back through the shared page (reach.c reads it). */
+struct mt_reach_result {
+	uint32_t status; /* enum mt_reach_status */
+	uint64_t detail;
+	uint64_t blocks, bytes, scanned;
+};
+
+/* What the parent knows that the copy needs. */
+struct mt_reach_input {
+	int trace_fd;      /* the trace, readable */
+	ino_t trace_ino;   /* its mappings are not roots */
+	uint32_t instance; /* the exiting process instance */
+	uint64_t cutoff;   /* ticks: the snapshot's moment */
+	uintptr_t sp;      /* the exiting thread's stack pointer, its registers saved above */
+	uintptr_t self_lo, self_hi; /* libmemtrace.so's own mappings: not roots */
+	uintptr_t out_lo, out_hi;   /* the shared result area: not a root */
+	uint64_t budget;            /* bytes the copy may map for itself */
+};
+
+/* Raw mappings of the copy's own (munmap'd by its exit). NULL when refused. */
+void *mt_reach_map(size_t bytes);
+void *mt_reach_remap(void *p, size_t old, size_t bytes);
+void mt_reach_unmap(void *p, size_t bytes);
+/* Bytes mapped so far, held against the budget. */
+extern uint64_t mt_reach_mapped;
+/* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
+void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
+
+/*
+ * The live host blocks of the instance at in->cutoff, sorted by address,
+ * from the trace's records of it and, for a forked process, of its
+ * ancestors up to each one's fork. 0, or an enum mt_reach_status with
+ * *detail set.
+ */
+int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
+                  uint64_t *detail);
+
+/*
+ * Classifies blocks (sorted, n of them) into cls[] (enum mt_reach_class):
+ * scans the roots (every readable and writable mapping that is not malloc
+ * heap, the exiting thread's stack from in->sp) and the blocks they reach.
+ * *scanned: bytes read. 0, or an enum mt_reach_status.
+ */
+int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *blocks, size_t n,
+                  uint8_t *cls, uint64_t *scanned, uint64_t *detail);
+
+/* Reads a word of the copy's memory; false when it faults. */
+bool mt_reach_peek(uintptr_t addr, uint64_t *v);
+
+#endif
