@@ -24,7 +24,7 @@
 #include "mt.h"
 
 typedef int cuda_error;
-#define CUDA_SUCCESS 0
+#define CUDA_SUCCESS         0
 #define CUDA_ERROR_NOT_FOUND 500 /* cudaErrorSymbolNotFound: no libcudart to call */
 
 struct cuda_pitched_ptr {
@@ -94,12 +94,12 @@ static void *lookup(const char *name)
 	return f;
 }
 
-#define REAL(field, name)                                              \
-	do {                                                           \
-		if (MT_UNLIKELY(!real.field)) {                        \
-			void *f_ = lookup(name);                       \
-			__builtin_memcpy(&real.field, &f_, sizeof(f_)); \
-		}                                                      \
+#define REAL(field, name)                                                                          \
+	do {                                                                                       \
+		if (MT_UNLIKELY(!real.field)) {                                                    \
+			void *f_ = lookup(name);                                                   \
+			__builtin_memcpy(&real.field, &f_, sizeof(f_));                            \
+		}                                                                                  \
 	} while (0)
 
 static unsigned device_kind(void)
@@ -129,44 +129,44 @@ static void failed(unsigned fn, unsigned kind, size_t size, cuda_error err)
  * One allocation: enter, call, record. Expanded in each interposed function
  * so that MT_MARK_CALLER sees the program's frame.
  */
-#define ALLOCATE(fn, kind_expr, out_ptr, size_expr, call)                        \
-	do {                                                                    \
-		cuda_error r_;                                                  \
-		if (!mt_enter())                                                \
-			return call;                                            \
-		MT_MARK_CALLER();                                               \
-		unsigned kind_ = (kind_expr);                                   \
-		int err_ = errno;                                               \
-		runtime_active = true;                                          \
-		r_ = call;                                                      \
-		runtime_active = false;                                         \
-		if (r_ == CUDA_SUCCESS)                                         \
-			mt_rec_alloc_kind(fn, kind_, (out_ptr), (size_expr));   \
-		else                                                            \
-			failed(fn, kind_, (size_expr), r_);                     \
-		mt_leave(err_);                                                 \
-		return r_;                                                      \
+#define ALLOCATE(fn, kind_expr, out_ptr, size_expr, call)                                          \
+	do {                                                                                       \
+		cuda_error r_;                                                                     \
+		if (!mt_enter())                                                                   \
+			return call;                                                               \
+		MT_MARK_CALLER();                                                                  \
+		unsigned kind_ = (kind_expr);                                                      \
+		int err_ = errno;                                                                  \
+		runtime_active = true;                                                             \
+		r_ = call;                                                                         \
+		runtime_active = false;                                                            \
+		if (r_ == CUDA_SUCCESS)                                                            \
+			mt_rec_alloc_kind(fn, kind_, (out_ptr), (size_expr));                      \
+		else                                                                               \
+			failed(fn, kind_, (size_expr), r_);                                        \
+		mt_leave(err_);                                                                    \
+		return r_;                                                                         \
 	} while (0)
 
-#define RELEASE(fn, kind_expr, ptr, call)                       \
-	do {                                                    \
-		cuda_error r_;                                  \
-		if (!(ptr) || !mt_enter())                      \
-			return call;                            \
-		int err_ = errno;                               \
-		mt_rec_free_kind(fn, (kind_expr), (ptr));       \
-		runtime_active = true;                          \
-		r_ = call;                                      \
-		runtime_active = false;                         \
-		mt_leave(err_);                                 \
-		return r_;                                      \
+#define RELEASE(fn, kind_expr, ptr, call)                                                          \
+	do {                                                                                       \
+		cuda_error r_;                                                                     \
+		if (!(ptr) || !mt_enter())                                                         \
+			return call;                                                               \
+		int err_ = errno;                                                                  \
+		mt_rec_free_kind(fn, (kind_expr), (ptr));                                          \
+		runtime_active = true;                                                             \
+		r_ = call;                                                                         \
+		runtime_active = false;                                                            \
+		mt_leave(err_);                                                                    \
+		return r_;                                                                         \
 	} while (0)
 
-#define NEED(field, name)                         \
-	do {                                      \
-		REAL(field, name);                \
-		if (MT_UNLIKELY(!real.field))     \
-			return CUDA_ERROR_NOT_FOUND; \
+#define NEED(field, name)                                                                          \
+	do {                                                                                       \
+		REAL(field, name);                                                                 \
+		if (MT_UNLIKELY(!real.field))                                                      \
+			return CUDA_ERROR_NOT_FOUND;                                               \
 	} while (0)
 
 MT_EXPORT cuda_error cudaMalloc(void **p, size_t size)
@@ -185,7 +185,7 @@ MT_EXPORT cuda_error cudaMallocAsync(void **p, size_t size, void *stream)
 {
 	NEED(malloc_async, "cudaMallocAsync");
 	ALLOCATE(MT_FN_CUDA_MALLOC_ASYNC, device_kind(), *p, size,
-		 real.malloc_async(p, size, stream));
+	         real.malloc_async(p, size, stream));
 }
 
 MT_EXPORT cuda_error cudaFreeAsync(void *p, void *stream)
@@ -198,28 +198,28 @@ MT_EXPORT cuda_error cudaMallocFromPoolAsync(void **p, size_t size, void *pool, 
 {
 	NEED(malloc_from_pool_async, "cudaMallocFromPoolAsync");
 	ALLOCATE(MT_FN_CUDA_MALLOC_FROM_POOL_ASYNC, device_kind(), *p, size,
-		 real.malloc_from_pool_async(p, size, pool, stream));
+	         real.malloc_from_pool_async(p, size, pool, stream));
 }
 
 MT_EXPORT cuda_error cudaMallocManaged(void **p, size_t size, unsigned flags)
 {
 	NEED(malloc_managed, "cudaMallocManaged");
 	ALLOCATE(MT_FN_CUDA_MALLOC_MANAGED, MT_KIND_CUDA_MANAGED, *p, size,
-		 real.malloc_managed(p, size, flags));
+	         real.malloc_managed(p, size, flags));
 }
 
 MT_EXPORT cuda_error cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height)
 {
 	NEED(malloc_pitch, "cudaMallocPitch");
 	ALLOCATE(MT_FN_CUDA_MALLOC_PITCH, device_kind(), *p, *pitch * height,
-		 real.malloc_pitch(p, pitch, width, height));
+	         real.malloc_pitch(p, pitch, width, height));
 }
 
 MT_EXPORT cuda_error cudaMalloc3D(struct cuda_pitched_ptr *p, struct cuda_extent e)
 {
 	NEED(malloc_3d, "cudaMalloc3D");
 	ALLOCATE(MT_FN_CUDA_MALLOC_3D, device_kind(), p->ptr, p->pitch * e.height * e.depth,
-		 real.malloc_3d(p, e));
+	         real.malloc_3d(p, e));
 }
 
 MT_EXPORT cuda_error cudaMallocHost(void **p, size_t size)
@@ -232,7 +232,7 @@ MT_EXPORT cuda_error cudaHostAlloc(void **p, size_t size, unsigned flags)
 {
 	NEED(host_alloc, "cudaHostAlloc");
 	ALLOCATE(MT_FN_CUDA_HOST_ALLOC, MT_KIND_CUDA_HOST, *p, size,
-		 real.host_alloc(p, size, flags));
+	         real.host_alloc(p, size, flags));
 }
 
 MT_EXPORT cuda_error cudaFreeHost(void *p)
@@ -246,7 +246,7 @@ MT_EXPORT cuda_error cudaHostRegister(void *p, size_t size, unsigned flags)
 {
 	NEED(host_register, "cudaHostRegister");
 	ALLOCATE(MT_FN_CUDA_HOST_REGISTER, MT_KIND_CUDA_HOST, p, size,
-		 real.host_register(p, size, flags));
+	         real.host_register(p, size, flags));
 }
 
 MT_EXPORT cuda_error cudaHostUnregister(void *p)
@@ -276,7 +276,7 @@ MT_EXPORT uint32_t memtrace_capture_stack(void)
 }
 
 MT_EXPORT void memtrace_capture_alloc(uint32_t stack, unsigned fn, unsigned kind, uint64_t addr,
-				      uint64_t size)
+                                      uint64_t size)
 {
 	if (kind >= MT_KIND_COUNT || !mt_enter())
 		return;
@@ -295,7 +295,7 @@ MT_EXPORT void memtrace_capture_free(unsigned fn, unsigned kind, uint64_t addr)
 }
 
 MT_EXPORT void memtrace_capture_fail(uint32_t stack, unsigned fn, unsigned kind, uint64_t size,
-				     int code, uint64_t device_free, uint64_t device_total)
+                                     int code, uint64_t device_free, uint64_t device_total)
 {
 	if (kind >= MT_KIND_COUNT || !mt_enter())
 		return;

@@ -35,12 +35,12 @@
 
 /* Per-thread state. Lives in static TLS: usable from a thread's first instruction. */
 struct mt_thread {
-	uint8_t *pos;                              /* next free byte of the current chunk */
-	uint8_t *end;                              /* end of the current chunk */
-	uint8_t *base;                             /* the chunk's mapping, NULL when none */
-	uint64_t time;                             /* time register: last record's time */
-	uint64_t addr;                             /* address register: last address written */
-	uintptr_t stack_lo, stack_hi;              /* the thread's stack; hi 1 when unknown */
+	uint8_t *pos;                 /* next free byte of the current chunk */
+	uint8_t *end;                 /* end of the current chunk */
+	uint8_t *base;                /* the chunk's mapping, NULL when none */
+	uint64_t time;                /* time register: last record's time */
+	uint64_t addr;                /* address register: last address written, ^ MT_ADDR_MASK */
+	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
 	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
 	uint64_t chunk_off;                        /* the chunk's offset in the file */
@@ -73,8 +73,8 @@ struct mt_config {
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
 	bool enable;               /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
 	bool trace_mmap;
-	bool fast_unwind; /* memtrace's own walker (unwind.c), else libunwind throughout */
-	bool python;      /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
+	bool fast_unwind;  /* memtrace's own walker (unwind.c), else libunwind throughout */
+	bool python;       /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
 };
 extern struct mt_config mt_config;
@@ -290,10 +290,17 @@ static inline uint8_t *mt_put_time(uint8_t *p, uint64_t now)
 	return p;
 }
 
+/*
+ * The address register is kept masked: a thread's last block address in
+ * its TLS would otherwise read as a pointer to that block to the
+ * reachability scan (reach-scan.c), which cannot tell memtrace's TLS from
+ * the program's.
+ */
+#define MT_ADDR_MASK 0xa5a5000000000005ull
 static inline uint8_t *mt_put_addr(uint8_t *p, uint64_t addr)
 {
-	p = mt_put_varint(p, mt_zigzag((int64_t)(addr - mt_self.addr)));
-	mt_self.addr = addr;
+	p = mt_put_varint(p, mt_zigzag((int64_t)(addr - (mt_self.addr ^ MT_ADDR_MASK))));
+	mt_self.addr = addr ^ MT_ADDR_MASK;
 	return p;
 }
 
@@ -437,12 +444,16 @@ MT_HIDDEN void mt_process_exit_record(unsigned how, int status, bool interrupted
  * call (glibc caches no pid): for exit and exec paths only.
  */
 MT_HIDDEN bool mt_process_in_parent_memory(void);
+/* The exiting thread's stack pointer where the program's frames end: at
+ * exit(), or after main returned; 0 until then. */
+MT_HIDDEN extern uintptr_t mt_exit_sp;
 
 /* sampler.c */
 MT_HIDDEN void mt_sampler_start(void);  /* a process begins: its files, its thread */
 MT_HIDDEN void mt_sampler_sample(void); /* one sample, from any context with the guard set */
 MT_HIDDEN void mt_sampler_last(void);   /* the same, smaps_rollup read whatever the throttle */
-MT_HIDDEN void mt_sampler_forked(void); /* the parent's side of a fork: Pss read at the next sample */
+MT_HIDDEN void
+mt_sampler_forked(void); /* the parent's side of a fork: Pss read at the next sample */
 /* The cgroup's memory now and its limit (0 when unknown or unlimited). */
 MT_HIDDEN void mt_sampler_cgroup(uint64_t *current, uint64_t *max);
 

@@ -25,6 +25,14 @@ int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
                       void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
 static int (*program_main)(int, char **, char **);
+uintptr_t mt_exit_sp;
+
+/* The stack pointer of the calling function, after its callee-saved registers were spilled. */
+#if defined(__x86_64__)
+#define CURRENT_SP(sp) __asm__ volatile("mov %%rsp, %0" : "=r"(sp))
+#elif defined(__aarch64__)
+#define CURRENT_SP(sp) __asm__ volatile("mov %0, sp" : "=r"(sp))
+#endif
 static _Atomic int exit_how;
 static int exit_status;
 static _Atomic bool exit_written;
@@ -140,7 +148,11 @@ static int main_wrapper(int argc, char **argv, char **envp)
 {
 	int r = program_main(argc, argv, envp);
 	int zero = 0;
+	uintptr_t sp;
 
+	/* main's frames are dead from here: the reachability scan starts above them */
+	CURRENT_SP(sp);
+	mt_exit_sp = sp;
 	if (atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_MAIN_RETURN))
 		exit_status = r;
 	return r;
@@ -158,7 +170,18 @@ MT_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, ch
 MT_EXPORT void exit(int status)
 {
 	int zero = 0;
+	uintptr_t sp;
 
+	/*
+	 * The caller's frames stay live (exit does not return), and the
+	 * registers it may keep a block in are spilled into this frame: the
+	 * reachability scan reads the stack from here up, and not the frames of
+	 * the exit handlers, whose stale slots would keep dead blocks.
+	 */
+	__builtin_unwind_init();
+	CURRENT_SP(sp);
+	if (!mt_exit_sp)
+		mt_exit_sp = sp;
 	/* exit_how is the parent's in a vfork child, which must not set it */
 	if (atomic_load(&mt_state) == MT_ON && !mt_process_in_parent_memory() &&
 	    atomic_compare_exchange_strong(&exit_how, &zero, MT_EXIT_EXIT))

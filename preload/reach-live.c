@@ -42,6 +42,17 @@ struct instance {
 	bool seen;
 };
 
+/*
+ * Neighbouring blocks get neighbouring slots, so that a heap filled in
+ * address order fills the table in order too (an insert is then no cache
+ * miss); each 256 MiB region of the address space starts at a scattered
+ * slot, so that the heap, the arenas and the mappings do not pile up.
+ */
+static size_t slot_of(uint64_t addr, size_t cap)
+{
+	return ((addr >> 4) + (addr >> 28) * 0x9e3779b97f4a7c15u) & (cap - 1);
+}
+
 static bool table_grow(struct table *t)
 {
 	size_t cap = t->cap ? t->cap * 2 : 1u << 16;
@@ -53,7 +64,7 @@ static bool table_grow(struct table *t)
 		const struct slot *o = &t->s[i];
 		if (!o->addr)
 			continue;
-		size_t j = (o->addr >> 4) * 0x9e3779b97f4a7c15u >> 20 & (cap - 1);
+		size_t j = slot_of(o->addr, cap);
 		while (s[j].addr)
 			j = (j + 1) & (cap - 1);
 		s[j] = *o;
@@ -74,7 +85,7 @@ static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uin
 		return true;
 	if (2 * (t->n + 1) > t->cap && !table_grow(t))
 		return false;
-	j = (addr >> 4) * 0x9e3779b97f4a7c15u >> 20 & (t->cap - 1);
+	j = slot_of(addr, t->cap);
 	while (t->s[j].addr && t->s[j].addr != addr)
 		j = (j + 1) & (t->cap - 1);
 	if (!t->s[j].addr) {

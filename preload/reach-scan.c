@@ -61,34 +61,104 @@ bool mt_reach_peek(uintptr_t addr, uint64_t *v)
 	return true;
 }
 
+/*
+ * Finding the block a word points into, for every word of the roots and the
+ * blocks, is most of the scan. Small blocks are found through an index of
+ * the 256-byte granules they touch (each granule: the first block touching
+ * it, and a granule holds a few blocks at most); the few large ones by
+ * binary search.
+ */
+#define GRANULE_BITS 8
+#define SMALL_MAX    4096u
+
+struct granule {
+	uint64_t key; /* granule number + 1; 0: empty */
+	uint32_t first;
+};
+
 struct scan {
 	const struct mt_reach_block *b;
 	size_t n;
 	uint64_t lo, hi; /* the blocks' span */
+	struct granule *g;
+	size_t gcap;
+	uint32_t *big; /* the large blocks' indices, in address order */
+	size_t nbig;
 	uint8_t *state;
 	uint32_t *stack;
 	size_t top;
 	uint64_t scanned;
 };
 
+static size_t granule_slot(uint64_t key, size_t cap)
+{
+	/* neighbours stay neighbours (see reach-live.c's slot_of) */
+	return (key + (key >> 20) * 0x9e3779b97f4a7c15u) & (cap - 1);
+}
+
+static bool index_blocks(struct scan *s)
+{
+	size_t want = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->b[i].size > SMALL_MAX)
+			s->nbig++;
+		else
+			want += (s->b[i].size >> GRANULE_BITS) + 2;
+	}
+	for (s->gcap = 1024; s->gcap < 2 * want;)
+		s->gcap *= 2;
+	s->g = mt_reach_map(s->gcap * sizeof(*s->g));
+	s->big = mt_reach_map((s->nbig + 1) * sizeof(*s->big));
+	if (!s->g || !s->big)
+		return false;
+	s->nbig = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mt_reach_block *b = &s->b[i];
+		if (b->size > SMALL_MAX) {
+			s->big[s->nbig++] = (uint32_t)i;
+			continue;
+		}
+		uint64_t last = (b->addr + (b->size ? b->size - 1 : 0)) >> GRANULE_BITS;
+		for (uint64_t k = b->addr >> GRANULE_BITS; k <= last; k++) {
+			size_t j = granule_slot(k + 1, s->gcap);
+			while (s->g[j].key && s->g[j].key != k + 1)
+				j = (j + 1) & (s->gcap - 1);
+			if (!s->g[j].key) /* blocks come in address order: the first one stays */
+				s->g[j] = (struct granule){k + 1, (uint32_t)i};
+		}
+	}
+	return true;
+}
+
+static bool holds(const struct mt_reach_block *b, uint64_t v)
+{
+	return v >= b->addr && (v < b->addr + b->size || v == b->addr);
+}
+
 /* The block holding v (its start, or inside it), or -1. */
 static long find(const struct scan *s, uint64_t v)
 {
-	size_t lo = 0, hi = s->n;
+	uint64_t key = (v >> GRANULE_BITS) + 1;
+	size_t j, lo = 0, hi = s->nbig;
 
 	if (v < s->lo || v >= s->hi)
 		return -1;
-	while (hi - lo > 1) {
+	j = granule_slot(key, s->gcap);
+	while (s->g[j].key && s->g[j].key != key)
+		j = (j + 1) & (s->gcap - 1);
+	if (s->g[j].key)
+		for (size_t i = s->g[j].first; i < s->n && s->b[i].addr <= v; i++)
+			if (holds(&s->b[i], v))
+				return (long)i;
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (s->b[mid].addr <= v)
-			lo = mid;
+		if (s->b[s->big[mid]].addr <= v)
+			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	const struct mt_reach_block *b = &s->b[lo];
-	if (v < b->addr || (v >= b->addr + b->size && v != b->addr))
-		return -1;
-	return (long)lo;
+	return lo && holds(&s->b[s->big[lo - 1]], v) ? (long)s->big[lo - 1] : -1;
 }
 
 /* What a word found while marking from the roots does to the block it points to. */
@@ -325,7 +395,7 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	s.state = mt_reach_map(n + 1);
 	s.stack = mt_reach_map((2 * n + 1) * sizeof(*s.stack));
 	ex.r = mt_reach_map(MAX_RANGES * sizeof(*ex.r));
-	if (!maps || !s.state || !s.stack || !ex.r) {
+	if (!maps || !s.state || !s.stack || !ex.r || !index_blocks(&s)) {
 		*detail = mt_reach_mapped;
 		return MT_REACH_NO_MEMORY;
 	}

@@ -323,9 +323,10 @@ void mt_reach_at_exit(void)
 		detail = (uint64_t)-in.trace_fd;
 		goto done;
 	}
-	/* the callers' registers onto the stack, which is scanned from here up */
+	/* the callers' registers onto the stack, which is scanned from here up,
+	 * or from where the program's own frames end when that is known */
 	__builtin_unwind_init();
-	in.sp = stack_pointer();
+	in.sp = mt_exit_sp ? mt_exit_sp : stack_pointer();
 	in.cutoff = mt_now();
 	pid = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
