@@ -29,10 +29,14 @@
 #include "mt.h"
 #include "reach.h"
 
-/* The shared result: header, then addresses, then a class byte each. */
-#define OUT_BYTES  (1ull << 30)
+/*
+ * The shared result: header, then addresses, then a class byte each. It is
+ * reserved, not touched, at the largest size the address space allows (a
+ * program under RLIMIT_AS may have little room left).
+ */
+#define OUT_MAX    (1ull << 30)
+#define OUT_MIN    (256ull << 10)
 #define OUT_HEADER 4096u
-#define OUT_CAP    ((OUT_BYTES - OUT_HEADER) / 9)
 /* Addresses per REACH_BLOCKS record: about 20 KiB at most. */
 #define PER_RECORD 2048u
 
@@ -113,6 +117,7 @@ void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n)
 
 struct out {
 	struct mt_reach_result r;
+	uint64_t cap; /* blocks the area holds */
 };
 
 static uint64_t *out_addr(struct out *o)
@@ -122,7 +127,21 @@ static uint64_t *out_addr(struct out *o)
 
 static uint8_t *out_class(struct out *o)
 {
-	return (uint8_t *)((char *)o + OUT_HEADER + 8 * OUT_CAP);
+	return (uint8_t *)((char *)o + OUT_HEADER + 8 * o->cap);
+}
+
+static struct out *out_map(size_t *bytes)
+{
+	for (*bytes = OUT_MAX; *bytes >= OUT_MIN; *bytes /= 4) {
+		struct out *o =
+		        (struct out *)syscall(SYS_mmap, NULL, *bytes, PROT_READ | PROT_WRITE,
+		                              MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (o != MAP_FAILED) {
+			o->cap = (*bytes - OUT_HEADER) / 9;
+			return o;
+		}
+	}
+	return NULL;
 }
 
 static void copy_main(const struct mt_reach_input *in, struct out *o)
@@ -142,7 +161,7 @@ static void copy_main(const struct mt_reach_input *in, struct out *o)
 		o->r.status = (uint32_t)st;
 		return;
 	}
-	if (n > OUT_CAP) {
+	if (n > o->cap) {
 		o->r.status = MT_REACH_TOO_MANY;
 		o->r.detail = n;
 		return;
@@ -274,17 +293,20 @@ static uint64_t wait_copy(pid_t pid)
 	return WEXITSTATUS(st) ? 256 + (uint64_t)WEXITSTATUS(st) : 0;
 }
 
-static const char *why(unsigned status)
+/*
+ * Whether a scan that classified nothing is said on stderr: a fault is, a
+ * want of memory is not (the report says why the leaks have no classes;
+ * a program that ends near its memory limit is not told at every exit).
+ */
+static const char *worth_saying(unsigned status)
 {
 	switch (status) {
-	case MT_REACH_NO_MEMORY:
-		return "not enough memory left for the scan";
 	case MT_REACH_FAILED:
 		return "the scanning process failed";
 	case MT_REACH_NO_TRACE:
 		return "the trace could not be read back";
 	default:
-		return "more live blocks than the scan can hold";
+		return NULL;
 	}
 }
 
@@ -293,6 +315,7 @@ void mt_reach_at_exit(void)
 	struct mt_reach_input in = {0};
 	struct self_range self = {0, 0};
 	struct out *o;
+	size_t out_bytes;
 	uint64_t began = mt_monotonic_ns(), detail = 0;
 	unsigned status;
 	int err = errno;
@@ -302,11 +325,9 @@ void mt_reach_at_exit(void)
 		write_reach(mt_now(), MT_REACH_OFF, 0, NULL, 0);
 		return;
 	}
-	o = (struct out *)syscall(SYS_mmap, NULL, OUT_BYTES, PROT_READ | PROT_WRITE,
-	                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (o == MAP_FAILED) {
-		write_reach(mt_now(), MT_REACH_NO_MEMORY, OUT_BYTES, NULL, 0);
-		mt_say("leaks not classified: %s", why(MT_REACH_NO_MEMORY));
+	o = out_map(&out_bytes);
+	if (!o) {
+		write_reach(mt_now(), MT_REACH_NO_MEMORY, OUT_MIN, NULL, 0);
 		errno = err;
 		return;
 	}
@@ -315,7 +336,7 @@ void mt_reach_at_exit(void)
 	in.self_lo = self.lo;
 	in.self_hi = self.hi;
 	in.out_lo = (uintptr_t)o;
-	in.out_hi = (uintptr_t)o + OUT_BYTES;
+	in.out_hi = (uintptr_t)o + out_bytes;
 	in.instance = mt_instance;
 	in.trace_fd = mt_writer_trace_hold(&in.trace_ino);
 	if (in.trace_fd < 0) {
@@ -351,8 +372,8 @@ done:
 	            status == MT_REACH_DONE ? &o->r : NULL, mt_monotonic_ns() - began);
 	if (status == MT_REACH_DONE)
 		write_blocks(out_addr(o), out_class(o), o->r.blocks);
-	else
-		mt_say("leaks not classified: %s", why(status));
-	syscall(SYS_munmap, o, OUT_BYTES);
+	else if (worth_saying(status))
+		mt_say("leaks not classified: %s", worth_saying(status));
+	syscall(SYS_munmap, o, out_bytes);
 	errno = err;
 }
