@@ -85,10 +85,18 @@ struct scan {
 	uint32_t *big; /* the large blocks' indices, in address order */
 	size_t nbig;
 	uint8_t *state;
-	uint32_t *stack;
-	size_t top;
+	/* blocks to scan, first in first out: a block's first line is fetched
+	 * LOOKAHEAD blocks before its turn */
+	uint32_t *queue;
+	size_t head, tail;
 	uint64_t scanned;
 };
+
+#define LOOKAHEAD 8
+static void queue(struct scan *s, long i)
+{
+	s->queue[s->tail++] = (uint32_t)i;
+}
 
 static size_t granule_slot(uint64_t key, size_t cap)
 {
@@ -170,10 +178,10 @@ static void from_roots(struct scan *s, uint64_t v, bool prior_definite)
 		return;
 	if (v == s->b[i].addr && prior_definite) {
 		s->state[i] = REACHABLE;
-		s->stack[s->top++] = (uint32_t)i;
+		queue(s, i);
 	} else if (s->state[i] == UNREACHED) {
 		s->state[i] = POSSIBLE;
-		s->stack[s->top++] = (uint32_t)i;
+		queue(s, i);
 	}
 }
 
@@ -185,19 +193,45 @@ static void from_leader(struct scan *s, uint64_t v, long leader)
 	if (i < 0 || i == leader || s->state[i] != UNREACHED)
 		return;
 	s->state[i] = INDIRECT;
-	s->stack[s->top++] = (uint32_t)i;
+	queue(s, i);
+}
+
+/*
+ * The words of [p, hi) that may point into a block, looked up BATCH at a
+ * time: each one's index slot is fetched while the next words are read.
+ * The batch is emptied at every page's end, so that a page that faults
+ * (scan_words) loses no word read before it.
+ */
+#define BATCH 16
+static void resolve(struct scan *s, const uint64_t *v, unsigned n, bool prior_definite, long leader)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (leader < 0)
+			from_roots(s, v[k], prior_definite);
+		else
+			from_leader(s, v[k], leader);
 }
 
 static void words(struct scan *s, uintptr_t p, uintptr_t hi, bool prior_definite, long leader)
 {
-	for (; p < hi; p += 8) {
-		uint64_t v = *(const uint64_t *)p;
-		if (v < s->lo || v >= s->hi)
-			continue;
-		if (leader < 0)
-			from_roots(s, v, prior_definite);
-		else
-			from_leader(s, v, leader);
+	uint64_t v[BATCH];
+	unsigned n = 0;
+
+	while (p < hi) {
+		uintptr_t page_end = (p | 4095) + 1 < hi ? (p | 4095) + 1 : hi;
+		for (; p < page_end; p += 8) {
+			uint64_t w = *(const uint64_t *)p;
+			if (w < s->lo || w >= s->hi)
+				continue;
+			__builtin_prefetch(&s->g[granule_slot((w >> GRANULE_BITS) + 1, s->gcap)]);
+			v[n++] = w;
+			if (n == BATCH) {
+				resolve(s, v, n, prior_definite, leader);
+				n = 0;
+			}
+		}
+		resolve(s, v, n, prior_definite, leader);
+		n = 0;
 	}
 }
 
@@ -219,11 +253,14 @@ static void scan_words(struct scan *s, uintptr_t lo, uintptr_t hi, bool prior_de
 
 static void drain(struct scan *s, long leader)
 {
-	while (s->top) {
-		uint32_t i = s->stack[--s->top];
+	while (s->head < s->tail) {
+		uint32_t i = s->queue[s->head++];
+		if (s->head + LOOKAHEAD < s->tail)
+			__builtin_prefetch((const void *)s->b[s->queue[s->head + LOOKAHEAD]].addr);
 		bool definite = s->state[i] != POSSIBLE;
 		scan_words(s, s->b[i].addr, s->b[i].addr + s->b[i].size, definite, leader);
 	}
+	s->head = s->tail = 0;
 }
 
 struct ranges {
@@ -393,9 +430,9 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	sigaction(SIGBUS, &sa, NULL);
 	maps = read_maps(&len, &cap);
 	s.state = mt_reach_map(n + 1);
-	s.stack = mt_reach_map((2 * n + 1) * sizeof(*s.stack));
+	s.queue = mt_reach_map((2 * n + 1) * sizeof(*s.queue));
 	ex.r = mt_reach_map(MAX_RANGES * sizeof(*ex.r));
-	if (!maps || !s.state || !s.stack || !ex.r || !index_blocks(&s)) {
+	if (!maps || !s.state || !s.queue || !ex.r || !index_blocks(&s)) {
 		*detail = mt_reach_mapped;
 		return MT_REACH_NO_MEMORY;
 	}
@@ -431,7 +468,7 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	for (size_t i = 0; i < n; i++) {
 		if (s.state[i] != UNREACHED)
 			continue;
-		s.stack[s.top++] = (uint32_t)i;
+		queue(&s, (long)i);
 		drain(&s, (long)i);
 	}
 	for (size_t i = 0; i < n; i++)
