@@ -144,19 +144,24 @@ static bool holds(const struct mt_reach_block *b, uint64_t v)
 	return v >= b->addr && (v < b->addr + b->size || v == b->addr);
 }
 
-/* The block holding v (its start, or inside it), or -1. */
-static long find(const struct scan *s, uint64_t v)
+/* The slot of v's granule, or NULL: the first stage of a look-up. */
+static const struct granule *granule_of(const struct scan *s, uint64_t v)
 {
 	uint64_t key = (v >> GRANULE_BITS) + 1;
-	size_t j, lo = 0, hi = s->nbig;
+	size_t j = granule_slot(key, s->gcap);
 
-	if (v < s->lo || v >= s->hi)
-		return -1;
-	j = granule_slot(key, s->gcap);
 	while (s->g[j].key && s->g[j].key != key)
 		j = (j + 1) & (s->gcap - 1);
-	if (s->g[j].key)
-		for (size_t i = s->g[j].first; i < s->n && s->b[i].addr <= v; i++)
+	return s->g[j].key ? &s->g[j] : NULL;
+}
+
+/* The block holding v (its start, or inside it), or -1, from v's granule. */
+static long find(const struct scan *s, uint64_t v, const struct granule *g)
+{
+	size_t lo = 0, hi = s->nbig;
+
+	if (g)
+		for (size_t i = g->first; i < s->n && s->b[i].addr <= v; i++)
 			if (holds(&s->b[i], v))
 				return (long)i;
 	while (lo < hi) {
@@ -169,11 +174,9 @@ static long find(const struct scan *s, uint64_t v)
 	return lo && holds(&s->b[s->big[lo - 1]], v) ? (long)s->big[lo - 1] : -1;
 }
 
-/* What a word found while marking from the roots does to the block it points to. */
-static void from_roots(struct scan *s, uint64_t v, bool prior_definite)
+/* What a word found while marking from the roots does to the block i it points to. */
+static void from_roots(struct scan *s, uint64_t v, long i, bool prior_definite)
 {
-	long i = find(s, v);
-
 	if (i < 0 || s->state[i] == REACHABLE)
 		return;
 	if (v == s->b[i].addr && prior_definite) {
@@ -186,10 +189,8 @@ static void from_roots(struct scan *s, uint64_t v, bool prior_definite)
 }
 
 /* The same in a clique led by block leader. */
-static void from_leader(struct scan *s, uint64_t v, long leader)
+static void from_leader(struct scan *s, long i, long leader)
 {
-	long i = find(s, v);
-
 	if (i < 0 || i == leader || s->state[i] != UNREACHED)
 		return;
 	s->state[i] = INDIRECT;
@@ -203,13 +204,31 @@ static void from_leader(struct scan *s, uint64_t v, long leader)
  * (scan_words) loses no word read before it.
  */
 #define BATCH 16
+/*
+ * A batch of words, each looked up in stages, every stage's memory fetched
+ * for the whole batch before the next stage reads it: the granule slots
+ * (fetched by words()), then the blocks' entries, then their states.
+ */
 static void resolve(struct scan *s, const uint64_t *v, unsigned n, bool prior_definite, long leader)
 {
+	const struct granule *g[BATCH];
+	long at[BATCH];
+
+	for (unsigned k = 0; k < n; k++) {
+		g[k] = granule_of(s, v[k]);
+		if (g[k])
+			__builtin_prefetch(&s->b[g[k]->first]);
+	}
+	for (unsigned k = 0; k < n; k++) {
+		at[k] = find(s, v[k], g[k]);
+		if (at[k] >= 0)
+			__builtin_prefetch(&s->state[at[k]]);
+	}
 	for (unsigned k = 0; k < n; k++)
 		if (leader < 0)
-			from_roots(s, v[k], prior_definite);
+			from_roots(s, v[k], at[k], prior_definite);
 		else
-			from_leader(s, v[k], leader);
+			from_leader(s, at[k], leader);
 }
 
 static void words(struct scan *s, uintptr_t p, uintptr_t hi, bool prior_definite, long leader)
@@ -320,6 +339,33 @@ static void heap_ranges(struct ranges *x, const struct mt_reach_block *b, size_t
 				continue;
 			add(x, base, base + size);
 			last_hi = base + size;
+		}
+	}
+}
+
+/*
+ * glibc's main arena, in libc's data: its bins point at free chunks and its
+ * top at the top chunk, each header inside the last 8 bytes of the block
+ * before it, which would read as an interior pointer to that block and make
+ * a lost block possible. It is found by its top field, the one word of
+ * libc's data that points at a chunk of [heap] ending at the program break;
+ * the struct (glibc 2.26 and later, 64-bit) is 2200 bytes, top at 96.
+ */
+#define ARENA_TOP  96u
+#define ARENA_SIZE 2200u
+static void main_arena(struct ranges *x, const struct mt_reach_input *in, struct range heap)
+{
+	uint64_t w, size;
+
+	if (!in->libc_lo || heap.lo >= heap.hi || in->brk <= heap.lo || in->brk > heap.hi)
+		return;
+	for (uintptr_t a = (in->libc_lo + 7) & ~(uintptr_t)7; a + 8 <= in->libc_hi; a += 8) {
+		if (!mt_reach_peek(a, &w) || w < heap.lo || w >= in->brk || w & 15)
+			continue;
+		if (mt_reach_peek(w + 8, &size) && w + (size & ~7ull) == in->brk &&
+		    a >= ARENA_TOP) {
+			add(x, a - ARENA_TOP, a - ARENA_TOP + ARENA_SIZE);
+			return;
 		}
 	}
 }
@@ -450,6 +496,7 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	}
 	add(&ex, brk_heap.lo, brk_heap.hi);
 	heap_ranges(&ex, blocks, n, brk_heap);
+	main_arena(&ex, in, brk_heap);
 	add(&ex, in->self_lo, in->self_hi);
 	add(&ex, in->out_lo, in->out_hi);
 	mt_reach_own_ranges(&ex.r[ex.n], MAX_RANGES - ex.n, &ex.n);

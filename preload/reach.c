@@ -181,15 +181,15 @@ static void copy_main(const struct mt_reach_input *in, struct out *o)
 
 /* ---- the parent ---- */
 
-struct self_range {
-	uintptr_t lo, hi;
-};
-
-/* libmemtrace.so's segments: its data holds no program pointer worth a root. */
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+/*
+ * libmemtrace.so's segments (its data holds no program pointer worth a
+ * root) and libc's writable one (the copy looks for the main arena there).
+ */
+static int find_objects(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct self_range *r = arg;
-	uintptr_t here = (uintptr_t)&mt_reach_at_exit, lo = UINTPTR_MAX, hi = 0;
+	struct mt_reach_input *in = arg;
+	uintptr_t here = (uintptr_t)&mt_reach_at_exit, lo = UINTPTR_MAX, hi = 0, wlo = 0, whi = 0;
+	const char *name = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 	bool mine = false;
 
 	(void)size;
@@ -202,13 +202,20 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 			lo = a;
 		if (a + ph->p_memsz > hi)
 			hi = a + ph->p_memsz;
+		if (ph->p_flags & PF_W) {
+			wlo = a;
+			whi = a + ph->p_memsz;
+		}
 		mine |= here >= a && here < a + ph->p_memsz;
 	}
-	if (!mine)
-		return 0;
-	r->lo = lo & ~(uintptr_t)4095;
-	r->hi = page_up(hi);
-	return 1;
+	if (mine) {
+		in->self_lo = lo & ~(uintptr_t)4095;
+		in->self_hi = page_up(hi);
+	} else if (name && !strncmp(name, "/libc.so", 8)) {
+		in->libc_lo = wlo;
+		in->libc_hi = whi;
+	}
+	return 0;
 }
 
 /* Half of what the cgroup has left, or a quarter of the machine. */
@@ -313,7 +320,6 @@ static const char *worth_saying(unsigned status)
 void mt_reach_at_exit(void)
 {
 	struct mt_reach_input in = {0};
-	struct self_range self = {0, 0};
 	struct out *o;
 	size_t out_bytes;
 	uint64_t began = mt_monotonic_ns(), detail = 0;
@@ -331,10 +337,9 @@ void mt_reach_at_exit(void)
 		errno = err;
 		return;
 	}
-	dl_iterate_phdr(find_self, &self);
+	dl_iterate_phdr(find_objects, &in);
+	in.brk = (uintptr_t)sbrk(0);
 	budget = copy_budget();
-	in.self_lo = self.lo;
-	in.self_hi = self.hi;
 	in.out_lo = (uintptr_t)o;
 	in.out_hi = (uintptr_t)o + out_bytes;
 	in.instance = mt_instance;

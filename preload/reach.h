@@ -42,6 +42,8 @@ struct mt_reach_input {
 	uintptr_t sp;      /* the exiting thread's stack pointer, its registers saved above */
 	uintptr_t self_lo, self_hi; /* libmemtrace.so's own mappings: not roots */
 	uintptr_t out_lo, out_hi;   /* the shared result area: not a root */
+	uintptr_t libc_lo, libc_hi; /* libc's writable segment, where its main arena is */
+	uintptr_t brk;              /* the program break: where the main arena's top chunk ends */
 	uint64_t budget;            /* bytes the copy may map for itself */
 };
 
