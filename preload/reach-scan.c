@@ -69,6 +69,7 @@ bool mt_reach_peek(uintptr_t addr, uint64_t *v)
  * binary search.
  */
 #define GRANULE_BITS 8
+#define BATCH        32
 #define SMALL_MAX    4096u
 
 struct granule {
@@ -89,6 +90,11 @@ struct scan {
 	 * LOOKAHEAD blocks before its turn */
 	uint32_t *queue;
 	size_t head, tail;
+	/* words to look up (resolve), the leader of the clique being marked or -1 */
+	uint64_t pend[BATCH];
+	bool pdef[BATCH];
+	volatile unsigned npend;
+	long leader;
 	uint64_t scanned;
 };
 
@@ -203,59 +209,57 @@ static void from_leader(struct scan *s, long i, long leader)
  * The batch is emptied at every page's end, so that a page that faults
  * (scan_words) loses no word read before it.
  */
-#define BATCH 16
 /*
  * A batch of words, each looked up in stages, every stage's memory fetched
  * for the whole batch before the next stage reads it: the granule slots
- * (fetched by words()), then the blocks' entries, then their states.
+ * (fetched by words()), then the blocks' entries, then their states. The
+ * batch spans blocks, so that a block of a few pointers adds them to a
+ * batch rather than being one.
  */
-static void resolve(struct scan *s, const uint64_t *v, unsigned n, bool prior_definite, long leader)
+static void resolve(struct scan *s)
 {
 	const struct granule *g[BATCH];
 	long at[BATCH];
+	unsigned n = s->npend;
 
 	for (unsigned k = 0; k < n; k++) {
-		g[k] = granule_of(s, v[k]);
+		g[k] = granule_of(s, s->pend[k]);
 		if (g[k])
 			__builtin_prefetch(&s->b[g[k]->first]);
 	}
 	for (unsigned k = 0; k < n; k++) {
-		at[k] = find(s, v[k], g[k]);
+		at[k] = find(s, s->pend[k], g[k]);
 		if (at[k] >= 0)
 			__builtin_prefetch(&s->state[at[k]]);
 	}
+	s->npend = 0;
 	for (unsigned k = 0; k < n; k++)
-		if (leader < 0)
-			from_roots(s, v[k], at[k], prior_definite);
+		if (s->leader < 0)
+			from_roots(s, s->pend[k], at[k], s->pdef[k]);
 		else
-			from_leader(s, at[k], leader);
+			from_leader(s, at[k], s->leader);
 }
 
-static void words(struct scan *s, uintptr_t p, uintptr_t hi, bool prior_definite, long leader)
+/* The words of [p, hi) that may point into a block, into the batch. */
+static void words(struct scan *s, uintptr_t p, uintptr_t hi, bool prior_definite)
 {
-	uint64_t v[BATCH];
-	unsigned n = 0;
-
-	while (p < hi) {
-		uintptr_t page_end = (p | 4095) + 1 < hi ? (p | 4095) + 1 : hi;
-		for (; p < page_end; p += 8) {
-			uint64_t w = *(const uint64_t *)p;
-			if (w < s->lo || w >= s->hi)
-				continue;
-			__builtin_prefetch(&s->g[granule_slot((w >> GRANULE_BITS) + 1, s->gcap)]);
-			v[n++] = w;
-			if (n == BATCH) {
-				resolve(s, v, n, prior_definite, leader);
-				n = 0;
-			}
-		}
-		resolve(s, v, n, prior_definite, leader);
-		n = 0;
+	for (; p < hi; p += 8) {
+		uint64_t w = *(const uint64_t *)p;
+		if (w < s->lo || w >= s->hi)
+			continue;
+		__builtin_prefetch(&s->g[granule_slot((w >> GRANULE_BITS) + 1, s->gcap)]);
+		/* in memory, not in registers: a fault's jump (scan_words) keeps them */
+		unsigned n = s->npend;
+		s->pend[n] = w;
+		s->pdef[n] = prior_definite;
+		s->npend = n + 1;
+		if (n + 1 == BATCH)
+			resolve(s);
 	}
 }
 
 /* Every aligned word of [lo, hi); a page that faults is stepped over. */
-static void scan_words(struct scan *s, uintptr_t lo, uintptr_t hi, bool prior_definite, long leader)
+static void scan_words(struct scan *s, uintptr_t lo, uintptr_t hi, bool prior_definite)
 {
 	volatile uintptr_t start = (lo + 7) & ~(uintptr_t)7;
 
@@ -266,18 +270,25 @@ static void scan_words(struct scan *s, uintptr_t lo, uintptr_t hi, bool prior_de
 			return;
 		start = next;
 	}
-	words(s, start, hi, prior_definite, leader);
+	words(s, start, hi, prior_definite);
 	s->scanned += hi > lo ? hi - lo : 0;
 }
 
-static void drain(struct scan *s, long leader)
+/* Scans the queued blocks and what they reach, until nothing is left to look up. */
+static void drain(struct scan *s)
 {
-	while (s->head < s->tail) {
-		uint32_t i = s->queue[s->head++];
-		if (s->head + LOOKAHEAD < s->tail)
-			__builtin_prefetch((const void *)s->b[s->queue[s->head + LOOKAHEAD]].addr);
-		bool definite = s->state[i] != POSSIBLE;
-		scan_words(s, s->b[i].addr, s->b[i].addr + s->b[i].size, definite, leader);
+	for (;;) {
+		while (s->head < s->tail) {
+			uint32_t i = s->queue[s->head++];
+			if (s->head + LOOKAHEAD < s->tail)
+				__builtin_prefetch(
+				        (const void *)s->b[s->queue[s->head + LOOKAHEAD]].addr);
+			bool definite = s->state[i] != POSSIBLE;
+			scan_words(s, s->b[i].addr, s->b[i].addr + s->b[i].size, definite);
+		}
+		if (!s->npend)
+			break;
+		resolve(s);
 	}
 	s->head = s->tail = 0;
 }
@@ -452,19 +463,19 @@ static void scan_root(struct scan *s, uintptr_t lo, uintptr_t hi, const struct r
 		if (ex->r[i].hi <= lo || ex->r[i].lo >= hi)
 			continue;
 		if (ex->r[i].lo > lo)
-			scan_words(s, lo, ex->r[i].lo, true, -1);
+			scan_words(s, lo, ex->r[i].lo, true);
 		lo = ex->r[i].hi;
 	}
 	if (lo < hi)
-		scan_words(s, lo, hi, true, -1);
-	drain(s, -1);
+		scan_words(s, lo, hi, true);
+	drain(s);
 }
 
 int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *blocks, size_t n,
                   uint8_t *cls, uint64_t *scanned, uint64_t *detail)
 {
 	struct sigaction sa = {0};
-	struct scan s = {.b = blocks, .n = n};
+	struct scan s = {.b = blocks, .n = n, .leader = -1};
 	struct ranges ex = {0};
 	struct range brk_heap = {0, 0};
 	size_t len, cap;
@@ -515,8 +526,9 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	for (size_t i = 0; i < n; i++) {
 		if (s.state[i] != UNREACHED)
 			continue;
+		s.leader = (long)i;
 		queue(&s, (long)i);
-		drain(&s, (long)i);
+		drain(&s);
 	}
 	for (size_t i = 0; i < n; i++)
 		cls[i] = s.state[i] == REACHABLE  ? MT_REACH_REACHABLE
