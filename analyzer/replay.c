@@ -669,6 +669,7 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	sp->traced_max = sp->live_host + sp->live_mmap > p->traced_before_last
 	                         ? sp->live_host + sp->live_mmap
 	                         : p->traced_before_last;
+	sp->traced_until_next = sp->traced_max;
 	p->sample_waits = true;
 	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
 	return 0;
@@ -761,6 +762,8 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
+		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
+			in->samples[in->nsamples - 1].traced_until_next = traced;
 	}
 	return 0;
 }

@@ -112,6 +112,12 @@ struct mt_sample_point {
 	 * allocation was (its ALLOC comes after), so RSS is set against this.
 	 */
 	uint64_t traced_max;
+	/*
+	 * The most host + mmap bytes live from the sample to the next one: what
+	 * the program held again after RSS was read, which tells memory the heap
+	 * keeps for its next use from memory it keeps for nothing.
+	 */
+	uint64_t traced_until_next;
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 

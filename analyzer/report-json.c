@@ -304,6 +304,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(fo, "live_host_bytes", mt_json_u64(f->live_host_bytes));
 		json_object_set_new(fo, "live_mmap_bytes", mt_json_u64(f->live_mmap_bytes));
 		json_object_set_new(fo, "anon_minus_traced", json_integer(f->anon_minus_traced));
+		json_object_set_new(fo, "live_ahead_bytes", mt_json_u64(f->live_ahead));
 		json_object_set_new(fo, "heap_time_ns",
 		                    mt_json_u64(mt_analysis_since_start(a, in, f->heap_time)));
 		json_object_set_new(fo, "heap_live_host_bytes", mt_json_u64(f->heap_live_host));
@@ -311,6 +312,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(fo, "heap_in_use", mt_json_u64(f->heap_in_use));
 		json_object_set_new(fo, "heap_free", mt_json_u64(f->heap_free));
 		json_object_set_new(fo, "heap_trimmable", mt_json_u64(f->heap_trimmable));
+		json_object_set_new(fo, "heap_free_kept", mt_json_u64(f->heap_free_kept));
 		json_object_set_new(fo, "trim_would_return", mt_json_u64(f->trim_would_return));
 		for (uint32_t i = 0; i < f->nfindings; i++) {
 			json_t *x = json_object();
