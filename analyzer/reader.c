@@ -671,6 +671,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.process.exe = bytes(d, MT_MAX_STRING);
 		rec->u.process.cmdline = bytes(d, MT_MAX_STRING);
 		rec->u.process.depth = u(d);
+		rec->u.process.sampling = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_MODULE:
 		time_field(d, c);
