@@ -166,6 +166,9 @@ struct mt_instance {
 	uint32_t origin; /* enum mt_origin */
 	uint32_t parent_instance;
 	uint32_t depth;
+	/* 0: every block was recorded; else sampled mode's interval (docs/sampling.md): the
+	 * host figures (bytes, blocks, allocations, frees) are estimates */
+	uint64_t sampling;
 	uint64_t start_time; /* ticks, like every time here (see mt_replay_clock) */
 	uint64_t realtime;
 	char *exe;     /* NUL-terminated copies */
@@ -203,13 +206,18 @@ struct mt_instance {
 	struct mt_instance_priv *priv;
 };
 
-/* A live block or range. stack_instance names whose stack table `stack` is in. */
+/*
+ * A live block or range. stack_instance names whose stack table `stack` is in.
+ * In a sampled instance a host block's size and blocks are the estimate it
+ * stands for (sampling.h); otherwise its size and 1.
+ */
 struct mt_block {
 	uint64_t addr;
 	uint64_t size;
 	uint32_t stack;
 	uint32_t stack_instance;
 	enum mt_kind kind;
+	uint32_t blocks;
 };
 
 /* Figures of one (stack, kind) within an instance; peak_* is at that kind's peak. */

@@ -67,10 +67,9 @@ static uint64_t sampling(void)
 		shift = 30;
 	if (shift)
 		end++;
-	/* at most 1 TiB: five times it still fits a size_t comparison with room */
-	if (errno || *end || end == s || s[0] == '-' || v > (1ull << 40) >> shift) {
+	if (errno || *end || end == s || s[0] == '-' || v > MT_SAMPLING_MAX >> shift) {
 		mt_say("MEMTRACE_SAMPLING=%s is not a number of bytes (K, M or G allowed) up to "
-		       "1T; recording every block",
+		       "1G; recording every block",
 		       s);
 		return 0;
 	}

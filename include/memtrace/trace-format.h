@@ -217,6 +217,7 @@ enum mt_exit_how {
  * always, and a smaller one with probability 1 - exp(-size / T).
  */
 #define MT_SAMPLING_EXACT_FACTOR 5
+#define MT_SAMPLING_MAX          (1u << 30) /* the largest interval: a weight fits 32 bits */
 static inline uint64_t mt_sampling_exact_above(uint64_t interval)
 {
 	return interval * MT_SAMPLING_EXACT_FACTOR;
