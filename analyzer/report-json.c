@@ -119,6 +119,20 @@ static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms,
 	return arr;
 }
 
+/* null for a full capture; the interval and the exact threshold of a sampled one */
+static json_t *sampling_json(const struct mt_instance *in)
+{
+	json_t *o;
+
+	if (!in->sampling)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "interval_bytes", mt_json_u64(in->sampling));
+	json_object_set_new(o, "exact_above_bytes",
+	                    mt_json_u64(mt_sampling_exact_above(in->sampling)));
+	return o;
+}
+
 static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
                          const struct mt_process_result *p, enum mt_kind kind, unsigned top)
 {
@@ -415,6 +429,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		json_object_set_new(o, "threads", json_integer(in->threads));
 		json_object_set_new(o, "events", mt_json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", mt_json_u64(in->lost_stack_events));
+		json_object_set_new(o, "sampling", sampling_json(in));
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			if (mt_kind_shown(in, (unsigned)k))
 				json_object_set_new(mem, mt_kind_name((unsigned)k),
