@@ -52,7 +52,7 @@ struct thread {
 	size_t n, cap;
 };
 
-/* size and blocks: what the block stands for, more than itself when sampled (sampling.h) */
+/* blocks: the blocks it stands for, more than 1 when sampled (sampling.h); see block_bytes */
 struct host_block {
 	uint64_t size;
 	uint32_t stack;
@@ -979,6 +979,14 @@ uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
 }
 
+/* The bytes a live block stands for: its size, or in a sampled instance its expected weight. */
+static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b)
+{
+	return in->sampling && b->kind == MT_KIND_HOST
+	               ? mt_sampling_weight(in->sampling, b->size, 0).bytes
+	               : b->size;
+}
+
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block copy;
@@ -992,7 +1000,7 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	if (copy.kind == MT_KIND_HOST && !in->sampling)
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
-	              -(int64_t)copy.size, -(int64_t)copy.blocks, 0, 0);
+	              -(int64_t)block_bytes(in, &copy), -(int64_t)copy.blocks, 0, 0);
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
@@ -1015,11 +1023,11 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		if (b->kind == MT_KIND_HOST && !in->sampling)
 			mt_heap_pages_remove(&l->pages, addr, b->size);
 		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             -(int64_t)b->size, -(int64_t)b->blocks, 0, 0);
+		             -(int64_t)block_bytes(in, b), -(int64_t)b->blocks, 0, 0);
 		if (ret < 0)
 			return ret;
 	}
-	b->size = w.bytes;
+	b->size = size;
 	b->blocks = w.blocks;
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
@@ -1223,11 +1231,12 @@ static int seed_child(struct mt_instance *in)
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
 		struct host_block *b = v;
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             (int64_t)b->size, b->blocks, 0, 0);
+		uint64_t bytes = block_bytes(in, b);
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)bytes,
+		             b->blocks, 0, 0);
 		if (ret < 0)
 			return ret;
-		in->kind[b->kind].inherited_bytes += b->size;
+		in->kind[b->kind].inherited_bytes += bytes;
 		in->kind[b->kind].inherited_blocks += b->blocks;
 	}
 	for (size_t i = 0; i < seed->nranges; i++) {
@@ -1504,9 +1513,12 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		struct mt_block b = {
-		        key,      h->size, h->stack, h->stack_instance, (enum mt_kind)h->kind,
-		        h->blocks};
+		struct mt_block b = {key,
+		                     block_bytes(in, h),
+		                     h->stack,
+		                     h->stack_instance,
+		                     (enum mt_kind)h->kind,
+		                     h->blocks};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}

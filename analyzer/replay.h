@@ -192,8 +192,8 @@ struct mt_instance {
 	struct mt_checkpoints checkpoints;
 	struct mt_growth_series series;
 	uint32_t marks_total; /* MARK records, counted by the first pass */
-	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown.
-	 */
+	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown
+	 * (its own size, not a sampled block's weight). */
 	uint64_t last_free_size;
 	uint64_t lost_stack_events; /* LOST reason 1: events whose stack is 0 */
 	int64_t stopped_errno;      /* LOST reason 2 */

@@ -24,6 +24,7 @@
  * init (mt_sampling_init). May not: lock, allocate with malloc, change errno.
  */
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mt.h"
@@ -74,14 +75,21 @@ static uint64_t splitmix(uint64_t x)
 
 /*
  * A thread's first draw. MEMTRACE_SEED makes a run reproducible: the main
- * thread's stream depends on the seed alone, another thread's on its
- * distance from the main thread's id as well.
+ * thread's stream depends on the seed and the process instance alone (a
+ * forked child's is not its parent's again), another thread's on its
+ * distance from the main thread's id as well. The thread may not know its
+ * id yet: it has written nothing (the writer asks the same way).
  */
 static uint64_t seed(struct mt_thread *t)
 {
-	uint64_t s = mt_config.seed_set
-	                     ? mt_config.seed + (uint64_t)(t->tid - (uint32_t)mt_pid)
-	                     : mt_monotonic_ns() ^ (uint64_t)t->tid << 32 ^ (uint64_t)(uintptr_t)t;
+	uint64_t s;
+
+	if (!t->tid)
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	s = mt_config.seed_set
+	            ? mt_config.seed + (uint64_t)(t->tid - (uint32_t)mt_pid) +
+	                      ((uint64_t)mt_instance << 32)
+	            : mt_monotonic_ns() ^ (uint64_t)t->tid << 32 ^ (uint64_t)(uintptr_t)t;
 	s = splitmix(s);
 	return s ? s : 1;
 }
