@@ -511,6 +511,7 @@ int mt_cmd_check(int argc, char **argv)
 		printf("memtrace check: no verdict: %s\n", why);
 		goto out; /* EXIT_CANNOT_CHECK */
 	}
+	mt_cmd_sampling_note(stdout, "memtrace check: ", a);
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);

@@ -270,6 +270,29 @@ const char *mt_cmd_command(const struct mt_instance *in)
 	return "?";
 }
 
+void mt_cmd_sampling_note(FILE *f, const char *prefix, const struct mt_analysis *a)
+{
+	uint64_t t = 0;
+	bool differ = false;
+	char b1[32], b2[32];
+
+	for (uint32_t i = 0; i < a->nprocs; i++) {
+		uint64_t s = a->procs[i].in->sampling;
+		if (s && t && s != t)
+			differ = true;
+		if (s && !t)
+			t = s;
+	}
+	if (!t)
+		return;
+	mt_size_text(b1, sizeof(b1), t);
+	mt_size_text(b2, sizeof(b2), mt_sampling_exact_above(t));
+	fprintf(f,
+	        "%ssampled capture: host figures are estimates (one allocation sampled per %s "
+	        "allocated on average%s; blocks over %s recorded exactly)\n",
+	        prefix, b1, differ ? " in the first sampled process" : "", b2);
+}
+
 const char *mt_cmd_exit_how(uint32_t how)
 {
 	switch (how) {

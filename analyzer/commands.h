@@ -62,6 +62,12 @@ const char *mt_cmd_command(const struct mt_instance *in);
 /* "main returned", "exit()", "_exit()" or "status unknown". */
 const char *mt_cmd_exit_how(uint32_t how);
 /*
+ * When a process of the trace was captured in sampled mode (docs/sampling.md),
+ * one line to f, after prefix, that the host figures are estimates, with the
+ * interval; nothing for a full capture.
+ */
+void mt_cmd_sampling_note(FILE *f, const char *prefix, const struct mt_analysis *a);
+/*
  * The rows of k with a value for metric m, largest first; a block of 0
  * bytes counts for the peak and the leaks. The caller frees; NULL without
  * memory.

@@ -67,7 +67,7 @@ struct mt_finding {
 	                     "rss-above-live", "heap-fragmented", "trimmable-top",
 	                     "mmap-threshold-raised", "rss-grows-not-live", "arena-bloat" */
 	uint64_t figure;  /* bytes: the figure that justifies it */
-	char text[512];   /* what was seen */
+	char text[640];   /* what was seen */
 	char advice[640]; /* what to do */
 };
 
@@ -85,6 +85,7 @@ struct mt_fragmentation {
 	uint64_t rss, rss_anon, rss_file, live_host_bytes, live_mmap_bytes;
 	int64_t rss_minus_live_peak; /* rss - live_host_bytes then (may be negative) */
 	int64_t anon_minus_traced;   /* rss_anon - live host and mmap bytes then */
+	uint64_t live_ahead;         /* the most host and mmap bytes live from then to the end */
 	/*
 	 * The heap's figures of that moment: of the latest sample at or before
 	 * it whose figures were taken at its own moment (a sample may carry
@@ -92,6 +93,8 @@ struct mt_fragmentation {
 	 */
 	uint64_t heap_time, heap_live_host;
 	uint64_t heap_arena, heap_in_use, heap_free, heap_trimmable;
+	/* heap_free less what the program held again later (live_ahead above the moment's live) */
+	uint64_t heap_free_kept;
 	/*
 	 * What malloc_trim(0) would give back at that moment, at most: the
 	 * heap's free bytes (fordblks). glibc's malloc_trim releases the top

@@ -161,6 +161,8 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 		put_string(f, rec->u.process.exe, false);
 		fputs(" cmdline ", f);
 		put_string(f, rec->u.process.cmdline, true);
+		if (rec->u.process.sampling)
+			fprintf(f, " sampling %" PRIu64, rec->u.process.sampling);
 		break;
 	case MT_REC_MODULE:
 		fprintf(f, " base 0x%" PRIx64 " path ", rec->u.module.base);

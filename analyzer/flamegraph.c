@@ -426,6 +426,8 @@ int mt_cmd_flamegraph(int argc, char **argv)
 	status = mt_cmd_analyze(file, NULL, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
+	/* on stderr: the folded lines stay what flamegraph.pl reads */
+	mt_cmd_sampling_note(stderr, "memtrace flamegraph: ", a);
 	mt_map_init(&o.by_hash, sizeof(uint32_t));
 	mt_map_init(&o.by_function, sizeof(uint32_t));
 	mt_map_init(&o.by_tail, sizeof(uint32_t));

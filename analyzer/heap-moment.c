@@ -27,13 +27,28 @@ static uint64_t anon_of(const struct mt_sample_point *s)
 }
 
 /*
- * Anonymous RSS above what was traced live: against the most live around
- * the sample (mt_sample_point.traced_max), as RSS may hold a block whose
- * allocation or free was under way when it was read.
+ * The most bytes traced live (host and mmap) from samples[i] to the end:
+ * from the most live around that sample (mt_sample_point.traced_max), as RSS
+ * may hold a block whose allocation or free was under way when it was read,
+ * through everything the program held again later. Free heap memory the
+ * program fills again (a training step's temporaries, freed before the
+ * next step allocates them anew) is the heap working, not memory kept for
+ * nothing.
  */
-static int64_t gap_of(const struct mt_sample_point *s)
+static uint64_t live_ahead(const struct mt_instance *in, uint64_t i)
 {
-	return (int64_t)anon_of(s) - (int64_t)s->traced_max;
+	uint64_t most = in->samples[i].traced_max;
+
+	for (uint64_t j = i; j < in->nsamples; j++)
+		if (in->samples[j].traced_until_next > most)
+			most = in->samples[j].traced_until_next;
+	return most;
+}
+
+/* Anonymous RSS at samples[i] above the most the program held from then on. */
+static int64_t gap_of(const struct mt_instance *in, uint64_t i)
+{
+	return (int64_t)anon_of(&in->samples[i]) - (int64_t)live_ahead(in, i);
 }
 
 /* The latest sample at or before samples[i] whose heap figures are of its own moment. */
@@ -109,23 +124,28 @@ static void moments(const struct mt_instance *in, struct moment m[3])
 static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance *in,
                            const struct mt_clock_fit *clk)
 {
-	char gap[32], anon[32], rss[32], file[32], live[32], mm[32], hfree[32], trim[32], ret[32];
+	char gtext[32], anon[32], rss[32], file[32], live[32], mm[32], ahead[32], hfree[32],
+	        trim[32], ret[32], kfree[32];
 	struct mt_finding *x;
-	uint64_t g = (uint64_t)f->anon_minus_traced, heap_free = f->heap_free;
+	int64_t gap = (int64_t)f->rss_anon - (int64_t)f->live_ahead;
+	uint64_t g = (uint64_t)gap, kept = f->heap_free_kept;
 	double at = (double)(mt_clock_ns(clk, f->time) - mt_clock_ns(clk, in->start_time)) / 1e9;
 
 	/* a gap under a quarter of anonymous RSS is thread stacks, relocated library data and
 	 * ordinary allocator slack */
-	if (f->anon_minus_traced < (int64_t)GAP_MIN || g < f->rss_anon / 4)
+	if (gap < (int64_t)GAP_MIN || g < f->rss_anon / 4)
 		return;
 	/* outside the heap, relocated library data, thread stacks and memtrace's own tables grow
 	 * with the code mapped (a bare `import torch`: a quarter of anonymous RSS): a gap there
-	 * counts once it is half the file-backed RSS too */
-	if (heap_free < g / 2 && g - heap_free < f->rss_file / 2)
+	 * counts once it is half the file-backed RSS too. Free heap the program fills again
+	 * later is no part of the heap's share (a float64 Adam loop's RSS peak: 45 MiB free, 25
+	 * MiB of it allocated again in the next steps) */
+	if (kept < g / 2 && g - kept < f->rss_file / 2)
 		return;
 	if (!(x = mt_diagnosis_add_finding(f, "rss-above-live", g)))
 		return;
-	mt_size_text(gap, sizeof(gap), g);
+	mt_size_text(gtext, sizeof(gtext), g);
+	mt_size_text(ahead, sizeof(ahead), f->live_ahead);
 	mt_size_text(anon, sizeof(anon), f->rss_anon);
 	mt_size_text(rss, sizeof(rss), f->rss);
 	mt_size_text(file, sizeof(file), f->rss_file);
@@ -134,12 +154,14 @@ static void rss_above_live(struct mt_fragmentation *f, const struct mt_instance 
 	mt_size_text(hfree, sizeof(hfree), f->heap_free);
 	mt_size_text(trim, sizeof(trim), f->heap_trimmable);
 	mt_size_text(ret, sizeof(ret), f->trim_would_return);
+	mt_size_text(kfree, sizeof(kfree), kept);
 	snprintf(x->text, sizeof(x->text),
-	         "at the %s (%.3f s) anonymous RSS %s is %s above what memtrace traced live (%s "
-	         "of heap blocks, %s of mmap); RSS %s in all, %s file-backed; the heap held %s "
-	         "free, %s of it at the top",
-	         f->moment_text, at, anon, gap, live, mm, rss, file, hfree, trim);
-	if (heap_free >= g / 2)
+	         "at the %s (%.3f s) anonymous RSS %s is %s above the most memtrace traced live "
+	         "from then to the end (%s; then %s of heap blocks, %s of mmap); RSS %s in all, "
+	         "%s file-backed; the heap held %s free, %s of it at the top, %s of it never "
+	         "filled again",
+	         f->moment_text, at, anon, gtext, ahead, live, mm, rss, file, hfree, trim, kfree);
+	if (kept >= g / 2)
 		/* the sampler's thread is one of in->threads: more than two means the program's own
 		 */
 		snprintf(x->advice, sizeof(x->advice),
@@ -170,14 +192,14 @@ void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
 	struct mt_fragmentation *f = &d->frag;
 	const struct mt_sample_point *s, *h;
 	struct moment m[3];
+	uint64_t refill;
 	int best = -1;
 
 	moments(in, m);
 	/* of the moments, the one where the gap is widest; of equal gaps the earlier */
 	for (int i = 0; i < 3; i++)
 		if (m[i].sample != UINT64_MAX &&
-		    (best < 0 ||
-		     gap_of(&in->samples[m[i].sample]) > gap_of(&in->samples[m[best].sample])))
+		    (best < 0 || gap_of(in, m[i].sample) > gap_of(in, m[best].sample)))
 			best = i;
 	if (best < 0)
 		return;
@@ -192,7 +214,8 @@ void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
 	f->live_host_bytes = s->live_host;
 	f->live_mmap_bytes = s->live_mmap;
 	f->rss_minus_live_peak = (int64_t)f->rss - (int64_t)s->live_host;
-	f->anon_minus_traced = gap_of(s);
+	f->anon_minus_traced = (int64_t)f->rss_anon - (int64_t)s->traced_max;
+	f->live_ahead = live_ahead(in, m[best].sample);
 	if ((h = heap_sample(in, m[best].sample))) {
 		f->heap_time = h->time;
 		f->heap_live_host = h->live_host;
@@ -202,5 +225,8 @@ void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
 		f->heap_trimmable = h->values[MT_SAMPLE_HEAP_TRIMMABLE];
 	}
 	f->trim_would_return = h ? trim_would_return(h) : 0;
+	/* the free heap the program did not fill again: what it held later came from there first */
+	refill = f->live_ahead - (s->live_host + s->live_mmap);
+	f->heap_free_kept = f->heap_free > refill ? f->heap_free - refill : 0;
 	rss_above_live(f, in, clk);
 }

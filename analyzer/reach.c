@@ -112,12 +112,12 @@ static int classify(void *ctx, const struct mt_block *b)
 		return 0;
 	c = class_of(r, b->addr);
 	r->total[c].bytes += b->size;
-	r->total[c].blocks++;
+	r->total[c].blocks += b->blocks;
 	s = mt_map_put(&r->by_stack, (uint64_t)b->stack_instance << 32 | b->stack, &created);
 	if (!s)
 		return -ENOMEM;
 	s[c].bytes += b->size;
-	s[c].blocks++;
+	s[c].blocks += b->blocks;
 	return 0;
 }
 
@@ -167,7 +167,8 @@ const char *mt_reach_missing(const struct mt_instance *in, const struct mt_reach
 	case MT_REACH_DONE:
 		return NULL;
 	case MT_REACH_OFF:
-		return "turned off (MEMTRACE_REACHABILITY=0)";
+		return in->sampling ? "off in sampled mode: the scan needs every live block"
+		                    : "turned off (MEMTRACE_REACHABILITY=0)";
 	case MT_REACH_NO_MEMORY:
 		snprintf(buf, size, "not enough memory for the scan: %" PRIu64 " bytes", s->detail);
 		return buf;

@@ -729,6 +729,12 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.process.exe = bytes(d, MT_MAX_STRING);
 		rec->u.process.cmdline = bytes(d, MT_MAX_STRING);
 		rec->u.process.depth = u(d);
+		rec->u.process.sampling = d->p < d->end ? u(d) : 0;
+		if (!d->bad && rec->u.process.sampling > MT_SAMPLING_MAX)
+			return fail(err, -EBADMSG, rec->offset,
+			            "PROCESS record with a sampling interval of %llu bytes (at "
+			            "most %u)",
+			            (unsigned long long)rec->u.process.sampling, MT_SAMPLING_MAX);
 		break;
 	case MT_REC_MODULE:
 		time_field(d, c);

@@ -119,6 +119,7 @@ struct mt_record {
 	union {
 		struct {
 			uint64_t pid, ppid, origin, parent_instance, realtime, depth;
+			uint64_t sampling; /* 0: every block; else the interval T */
 			struct mt_bytes exe, cmdline;
 		} process;
 		struct {

@@ -35,6 +35,7 @@
 #include "map.h"
 #include "pystacks.h"
 #include "replay.h"
+#include "sampling.h"
 
 /* munmap and mremap work in pages; 4096 is the smallest page of the writer's machines. */
 #define PAGE_ROUND 4096u
@@ -51,11 +52,13 @@ struct thread {
 	size_t n, cap;
 };
 
+/* blocks: the blocks it stands for, more than 1 when sampled (sampling.h); see block_bytes */
 struct host_block {
 	uint64_t size;
 	uint32_t stack;
 	uint32_t stack_instance;
 	uint32_t kind;
+	uint32_t blocks;
 };
 
 struct range {
@@ -71,6 +74,7 @@ struct live {
 	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks */
 	uint8_t removed_kind;       /* the kind of the block host_remove last found */
 	uint64_t removed_size;      /* and its size */
+	uint32_t removed_blocks;    /* and the blocks it stood for */
 };
 
 struct mt_instance_priv {
@@ -349,6 +353,7 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 		in->parent_instance = (uint32_t)rec->u.process.parent_instance;
 		in->realtime = rec->u.process.realtime;
 		in->depth = (uint32_t)rec->u.process.depth;
+		in->sampling = rec->u.process.sampling;
 		in->start_time = rec->time;
 		free(in->exe);
 		free(in->cmdline);
@@ -664,11 +669,15 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	sp->live_host = in->kind[MT_KIND_HOST].live_bytes;
 	sp->live_host_blocks = in->kind[MT_KIND_HOST].live_blocks;
 	sp->live_mmap = in->kind[MT_KIND_MMAP].live_bytes;
-	sp->host_pages = p->live ? mt_heap_pages_bytes(&p->live->pages) : 0;
+	/* sampled: the live bytes' estimate stands for the pages they touch */
+	sp->host_pages = in->sampling ? sp->live_host
+	                 : p->live    ? mt_heap_pages_bytes(&p->live->pages)
+	                              : 0;
 	/* the bytes before the last change too: a free RSS may still have held */
 	sp->traced_max = sp->live_host + sp->live_mmap > p->traced_before_last
 	                         ? sp->live_host + sp->live_mmap
 	                         : p->traced_before_last;
+	sp->traced_until_next = sp->traced_max;
 	p->sample_waits = true;
 	memcpy(sp->values, rec->u.sample.values, sizeof(sp->values));
 	return 0;
@@ -706,7 +715,7 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 }
 
 static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-                  int64_t dbytes, int64_t dblocks, bool alloc, uint64_t alloc_bytes)
+                  int64_t dbytes, int64_t dblocks, uint64_t allocs, uint64_t alloc_bytes)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct mt_kind_stats *k = &in->kind[kind];
@@ -741,10 +750,8 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 	s->live_blocks += (uint64_t)dblocks;
 	k->live_bytes += (uint64_t)dbytes;
 	k->live_blocks += (uint64_t)dblocks;
-	if (alloc) {
-		s->allocations++;
-		k->allocations++;
-	}
+	s->allocations += allocs;
+	k->allocations += allocs;
 	s->bytes_allocated += alloc_bytes;
 	k->bytes_allocated += alloc_bytes;
 	if (k->live_bytes > k->peak_bytes) {
@@ -761,6 +768,8 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
+		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
+			in->samples[in->nsamples - 1].traced_until_next = traced;
 	}
 	return 0;
 }
@@ -970,6 +979,14 @@ uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
 }
 
+/* The bytes a live block stands for: its size, or in a sampled instance its expected weight. */
+static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b)
+{
+	return in->sampling && b->kind == MT_KIND_HOST
+	               ? mt_sampling_weight(in->sampling, b->size, 0).bytes
+	               : b->size;
+}
+
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block copy;
@@ -979,15 +996,21 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 		return 0;
 	l->removed_kind = copy.kind;
 	l->removed_size = copy.size;
-	if (copy.kind == MT_KIND_HOST)
+	l->removed_blocks = copy.blocks;
+	if (copy.kind == MT_KIND_HOST && !in->sampling)
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
-	              -(int64_t)copy.size, -1, false, 0);
+	              -(int64_t)block_bytes(in, &copy), -(int64_t)copy.blocks, 0, 0);
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
                     uint64_t stack, enum mt_kind kind)
 {
+	/* sampled mode: a host block stands for its expected weight; the pages it
+	 * touches say nothing of the unrecorded blocks' (add_sample) */
+	bool sampled = in->sampling && kind == MT_KIND_HOST;
+	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
+	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
 	bool created;
 	int ret;
@@ -997,20 +1020,23 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		if (b->kind == MT_KIND_HOST)
+		if (b->kind == MT_KIND_HOST && !in->sampling)
 			mt_heap_pages_remove(&l->pages, addr, b->size);
 		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             -(int64_t)b->size, -1, false, 0);
+		             -(int64_t)block_bytes(in, b), -(int64_t)b->blocks, 0, 0);
 		if (ret < 0)
 			return ret;
 	}
 	b->size = size;
+	b->blocks = w.blocks;
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
 	b->kind = kind;
-	if (kind == MT_KIND_HOST && (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
+	if (kind == MT_KIND_HOST && !in->sampling &&
+	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
 		return ret;
-	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)size, 1, true, size);
+	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)w.bytes, w.blocks, w.blocks,
+	              w.bytes);
 }
 
 /* ---- second pass ---- */
@@ -1114,7 +1140,7 @@ static int apply(struct mt_instance *in, struct stream *s)
 		ret = host_remove(in, l, mt_block_key(rec->u.free.fn, rec->u.free.addr), &found);
 		in->last_free_size = found ? l->removed_size : 0;
 		if (found)
-			in->kind[l->removed_kind].frees++;
+			in->kind[l->removed_kind].frees += l->removed_blocks;
 		else
 			in->kind[rec->u.free.kind].unknown_frees++;
 		return ret;
@@ -1122,7 +1148,7 @@ static int apply(struct mt_instance *in, struct stream *s)
 		if (s->phase == 0) {
 			ret = host_remove(in, l, rec->u.realloc.old, &found);
 			if (found)
-				in->kind[MT_KIND_HOST].frees++;
+				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
 			else
 				in->kind[MT_KIND_HOST].unknown_frees++;
 			return ret;
@@ -1205,12 +1231,13 @@ static int seed_child(struct mt_instance *in)
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
 		struct host_block *b = v;
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             (int64_t)b->size, 1, false, 0);
+		uint64_t bytes = block_bytes(in, b);
+		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)bytes,
+		             b->blocks, 0, 0);
 		if (ret < 0)
 			return ret;
-		in->kind[b->kind].inherited_bytes += b->size;
-		in->kind[b->kind].inherited_blocks++;
+		in->kind[b->kind].inherited_bytes += bytes;
+		in->kind[b->kind].inherited_blocks += b->blocks;
 	}
 	for (size_t i = 0; i < seed->nranges; i++) {
 		struct range *rg = &seed->ranges[i];
@@ -1486,15 +1513,19 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		struct mt_block b = {key, h->size, h->stack, h->stack_instance,
-		                     (enum mt_kind)h->kind};
+		struct mt_block b = {key,
+		                     block_bytes(in, h),
+		                     h->stack,
+		                     h->stack_instance,
+		                     (enum mt_kind)h->kind,
+		                     h->blocks};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
 	for (size_t i = 0; i < l->nranges; i++) {
 		const struct range *rg = &l->ranges[i];
-		struct mt_block b = {rg->addr, rg->len, rg->stack, rg->stack_instance,
-		                     MT_KIND_MMAP};
+		struct mt_block b = {rg->addr,           rg->len,      rg->stack,
+		                     rg->stack_instance, MT_KIND_MMAP, 1};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}

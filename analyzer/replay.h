@@ -112,6 +112,12 @@ struct mt_sample_point {
 	 * allocation was (its ALLOC comes after), so RSS is set against this.
 	 */
 	uint64_t traced_max;
+	/*
+	 * The most host + mmap bytes live from the sample to the next one: what
+	 * the program held again after RSS was read, which tells memory the heap
+	 * keeps for its next use from memory it keeps for nothing.
+	 */
+	uint64_t traced_until_next;
 	uint64_t values[MT_SAMPLE_FIELD_COUNT]; /* enum mt_sample_field */
 };
 
@@ -160,6 +166,9 @@ struct mt_instance {
 	uint32_t origin; /* enum mt_origin */
 	uint32_t parent_instance;
 	uint32_t depth;
+	/* 0: every block was recorded; else sampled mode's interval (docs/sampling.md): the
+	 * host figures (bytes, blocks, allocations, frees) are estimates */
+	uint64_t sampling;
 	uint64_t start_time; /* ticks, like every time here (see mt_replay_clock) */
 	uint64_t realtime;
 	char *exe;     /* NUL-terminated copies */
@@ -183,8 +192,8 @@ struct mt_instance {
 	struct mt_checkpoints checkpoints;
 	struct mt_growth_series series;
 	uint32_t marks_total; /* MARK records, counted by the first pass */
-	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown.
-	 */
+	/* During the record callback of a FREE: the size of the block it gave back, 0 if unknown
+	 * (its own size, not a sampled block's weight). */
 	uint64_t last_free_size;
 	uint64_t lost_stack_events; /* LOST reason 1: events whose stack is 0 */
 	int64_t stopped_errno;      /* LOST reason 2 */
@@ -197,13 +206,18 @@ struct mt_instance {
 	struct mt_instance_priv *priv;
 };
 
-/* A live block or range. stack_instance names whose stack table `stack` is in. */
+/*
+ * A live block or range. stack_instance names whose stack table `stack` is in.
+ * In a sampled instance a host block's size and blocks are the estimate it
+ * stands for (sampling.h); otherwise its size and 1.
+ */
 struct mt_block {
 	uint64_t addr;
 	uint64_t size;
 	uint32_t stack;
 	uint32_t stack_instance;
 	enum mt_kind kind;
+	uint32_t blocks;
 };
 
 /* Figures of one (stack, kind) within an instance; peak_* is at that kind's peak. */

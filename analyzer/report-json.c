@@ -141,6 +141,20 @@ static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms,
 	return arr;
 }
 
+/* null for a full capture; the interval and the exact threshold of a sampled one */
+static json_t *sampling_json(const struct mt_instance *in)
+{
+	json_t *o;
+
+	if (!in->sampling)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "interval_bytes", mt_json_u64(in->sampling));
+	json_object_set_new(o, "exact_above_bytes",
+	                    mt_json_u64(mt_sampling_exact_above(in->sampling)));
+	return o;
+}
+
 static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
                          const struct mt_process_result *p, enum mt_kind kind, unsigned top)
 {
@@ -332,6 +346,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(fo, "live_host_bytes", mt_json_u64(f->live_host_bytes));
 		json_object_set_new(fo, "live_mmap_bytes", mt_json_u64(f->live_mmap_bytes));
 		json_object_set_new(fo, "anon_minus_traced", json_integer(f->anon_minus_traced));
+		json_object_set_new(fo, "live_ahead_bytes", mt_json_u64(f->live_ahead));
 		json_object_set_new(fo, "heap_time_ns",
 		                    mt_json_u64(mt_analysis_since_start(a, in, f->heap_time)));
 		json_object_set_new(fo, "heap_live_host_bytes", mt_json_u64(f->heap_live_host));
@@ -339,6 +354,7 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_object_set_new(fo, "heap_in_use", mt_json_u64(f->heap_in_use));
 		json_object_set_new(fo, "heap_free", mt_json_u64(f->heap_free));
 		json_object_set_new(fo, "heap_trimmable", mt_json_u64(f->heap_trimmable));
+		json_object_set_new(fo, "heap_free_kept", mt_json_u64(f->heap_free_kept));
 		json_object_set_new(fo, "trim_would_return", mt_json_u64(f->trim_would_return));
 		for (uint32_t i = 0; i < f->nfindings; i++) {
 			json_t *x = json_object();
@@ -459,6 +475,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		json_object_set_new(o, "threads", json_integer(in->threads));
 		json_object_set_new(o, "events", mt_json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", mt_json_u64(in->lost_stack_events));
+		json_object_set_new(o, "sampling", sampling_json(in));
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			if (mt_kind_shown(in, (unsigned)k))
 				json_object_set_new(mem, mt_kind_name((unsigned)k),

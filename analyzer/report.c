@@ -356,6 +356,7 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 	mt_put_text(stdout, file);
 	printf(": %u process%s, %" PRIu64 " events\n", a->nprocs, a->nprocs == 1 ? "" : "es",
 	       a->events);
+	mt_cmd_sampling_note(stdout, "", a);
 	for (uint32_t i = 0; i < a->nprocs; i++) {
 		const struct mt_process_result *p = &a->procs[i];
 		const struct mt_instance *in = p->in;

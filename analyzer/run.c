@@ -42,7 +42,9 @@
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace run [-o FILE] [--depth N] [--interval MS] [--no-mmap] [--no-cuda]\n"
-	      "                    -- PROGRAM [ARGS...]\n"
+	      "                    [--sampling BYTES] -- PROGRAM [ARGS...]\n"
+	      "  --sampling record one allocation per BYTES allocated on average (K, M, G\n"
+	      "             allowed; blocks over 5 x BYTES always): figures become estimates\n"
 	      "  --no-cuda  do not load libmemtrace-cupti.so into CUDA programs (by default it "
 	      "is,\n"
 	      "             through CUDA_INJECTION64_PATH, when it was built)\n",
@@ -108,6 +110,27 @@ static bool number(const char *s, long max, long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/* --sampling: bytes from 1 to 1 GiB, with K, M or G, as MEMTRACE_SAMPLING reads them. */
+static bool sampling_bytes(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	return !errno && end != s && !*end && s[0] != '-' && v >= 1 &&
+	       v <= MT_SAMPLING_MAX >> shift;
 }
 
 /* MEMTRACE_OUTPUT with %p replaced by pid, as the preload does. */
@@ -315,7 +338,7 @@ static uint64_t realtime_ns(void)
 
 int mt_cmd_run(int argc, char **argv)
 {
-	const char *output = "trace.bin", *depth = NULL, *interval = NULL;
+	const char *output = "trace.bin", *depth = NULL, *interval = NULL, *sampling = NULL;
 	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], trace[PATH_MAX + 8], *ld = NULL;
 	bool no_mmap = false, no_cuda = false, existed = false, found;
 	int i, status, pipefd[2], child_errno = 0;
@@ -348,6 +371,14 @@ int mt_cmd_run(int argc, char **argv)
 			if (!number(depth, 256, &v) || v < 1) {
 				fprintf(stderr,
 				        "memtrace run: --depth takes a number from 1 to 256\n");
+				return MT_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--sampling") && i + 1 < argc) {
+			sampling = argv[++i];
+			if (!sampling_bytes(sampling)) {
+				fprintf(stderr,
+				        "memtrace run: --sampling takes bytes from 1 to 1G (K, "
+				        "M or G allowed)\n");
 				return MT_EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--interval") && i + 1 < argc) {
@@ -414,6 +445,8 @@ int mt_cmd_run(int argc, char **argv)
 			setenv("MEMTRACE_INTERVAL_MS", interval, 1);
 		if (no_mmap)
 			setenv("MEMTRACE_MMAP", "0", 1);
+		if (sampling)
+			setenv("MEMTRACE_SAMPLING", sampling, 1);
 		/* the CUDA driver loads it: it sees allocations LD_PRELOAD cannot (static cudart)
 		 */
 		if (cupti[0])

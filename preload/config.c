@@ -44,6 +44,53 @@ static bool flag(const char *name, bool def)
 	return def;
 }
 
+/*
+ * MEMTRACE_SAMPLING: bytes, with an optional K, M or G (powers of 1024).
+ * 0 or unset: every block (docs/sampling.md).
+ */
+static uint64_t sampling(void)
+{
+	const char *s = getenv("MEMTRACE_SAMPLING");
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || *end || end == s || s[0] == '-' || v > MT_SAMPLING_MAX >> shift) {
+		mt_say("MEMTRACE_SAMPLING=%s is not a number of bytes (K, M or G allowed) up to "
+		       "1G; recording every block",
+		       s);
+		return 0;
+	}
+	return (uint64_t)v << shift;
+}
+
+/* MEMTRACE_SEED: any unsigned number; unset, each thread seeds from the clock. */
+static void seed(void)
+{
+	const char *s = getenv("MEMTRACE_SEED");
+	char *end;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	mt_config.seed = strtoull(s, &end, 10);
+	mt_config.seed_set = !errno && !*end && s[0] != '-';
+	if (!mt_config.seed_set)
+		mt_say("MEMTRACE_SEED=%s is not an unsigned number; seeding from the clock", s);
+}
+
 static void unwinder(void)
 {
 	const char *s = getenv("MEMTRACE_UNWIND");
@@ -75,6 +122,9 @@ void mt_config_load(void)
 	mt_config.stack_table_bits = number("MEMTRACE_STACK_TABLE_BITS", 20, 10, 28);
 	mt_config.trace_mmap = flag("MEMTRACE_MMAP", true);
 	mt_config.python = flag("MEMTRACE_PYTHON", true);
-	mt_config.reachability = flag("MEMTRACE_REACHABILITY", true);
+	mt_config.sampling = sampling();
+	seed();
+	/* the scan needs every live block; a sampled trace holds few of them */
+	mt_config.reachability = !mt_config.sampling && flag("MEMTRACE_REACHABILITY", true);
 	unwinder();
 }

@@ -2,7 +2,8 @@
 /*
  * The interposed allocation functions. Each is the same short path: call the
  * real function, then, unless this thread is already inside memtrace (the
- * guard) or tracing is off, record the event. Frees are recorded before the
+ * guard) or tracing is off, record the event (in sampled mode, if its block
+ * is sampled: mt_sample_take, mt_sample_forget). Frees are recorded before the
  * block is given back, allocations after they return, so that in the trace
  * an address is never handed out again before its free.
  *
@@ -47,7 +48,8 @@ MT_EXPORT void *malloc(size_t size)
 	MT_MARK_CALLER();
 	p = mt_real.malloc(size);
 	if (MT_LIKELY(p)) {
-		mt_rec_alloc(MT_FN_MALLOC, p, size);
+		if (mt_sample_take(p, size))
+			mt_rec_alloc(MT_FN_MALLOC, p, size);
 		mt_leave_hot();
 	} else {
 		int err = errno;
@@ -67,7 +69,8 @@ MT_EXPORT void free(void *p)
 		mt_real.free(p);
 		return;
 	}
-	mt_rec_free(MT_FN_FREE, p);
+	if (mt_sample_forget(p))
+		mt_rec_free(MT_FN_FREE, p);
 	mt_real.free(p);
 	mt_leave_hot();
 }
@@ -86,7 +89,8 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 	MT_MARK_CALLER();
 	p = mt_real.calloc(n, size);
 	if (MT_LIKELY(p)) {
-		mt_rec_alloc(MT_FN_CALLOC, p, n * size);
+		if (mt_sample_take(p, n * size))
+			mt_rec_alloc(MT_FN_CALLOC, p, n * size);
 		mt_leave_hot();
 	} else {
 		int err = errno;
@@ -121,14 +125,22 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 		return fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 		                                : mt_real.realloc(old, size);
 	MT_MARK_CALLER();
+	/* sampled mode: out of the set before realloc can give the address to another thread */
+	bool was = old && mt_sample_forget(old);
 	t0 = mt_now_before();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 	                             : mt_real.realloc(old, size);
 	int err = errno;
-	if (p || (old && total == 0))
-		mt_rec_realloc(fn, t0, old, p, total);
-	else
+	if (p || (old && total == 0)) {
+		/* each half recorded as its block was sampled; nothing when neither was */
+		bool now = p && mt_sample_take(p, total);
+		if (was || now)
+			mt_rec_realloc(fn, t0, was ? old : NULL, now ? p : NULL, total);
+	} else {
+		if (was && mt_config.sampling) /* failed: the old block stays, and stays sampled */
+			mt_sample_keep(old);
 		mt_rec_fail(fn, total, err);
+	}
 	mt_leave(err);
 	return p;
 }
@@ -154,10 +166,12 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	MT_MARK_CALLER();
 	r = mt_real.posix_memalign(out, align, size);
 	int err = errno;
-	if (r == 0)
-		mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
-	else
+	if (r == 0) {
+		if (mt_sample_take(*out, size))
+			mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
+	} else {
 		mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
+	}
 	mt_leave(err);
 	return r;
 }
@@ -175,9 +189,10 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 	MT_MARK_CALLER();
 	p = real(align, size);
 	int err = errno;
-	if (p)
-		mt_rec_alloc(fn, p, recorded);
-	else
+	if (p) {
+		if (mt_sample_take(p, recorded))
+			mt_rec_alloc(fn, p, recorded);
+	} else
 		mt_rec_fail(fn, recorded, err);
 	mt_leave(err);
 	return p;

@@ -116,6 +116,7 @@ static void become_child(bool forked)
 		return;
 	}
 	mt_pid = getpid();
+	mt_self.sample_rng = 0; /* the child's sampling is not the parent's repeated */
 	mt_writer_after_fork();
 	mt_stacks_after_fork();
 	mt_python_after_fork();
@@ -186,6 +187,8 @@ void mt_init(void)
 		r = mt_writer_create(mt_pid);
 	if (r == 0)
 		r = mt_stacks_init();
+	if (r == 0)
+		r = mt_sampling_init();
 	if (r < 0) {
 		/* the writer said what went wrong */
 		atomic_store(&mt_state, MT_DISABLED);

@@ -47,8 +47,10 @@ struct mt_thread {
 	uint32_t chunk_bytes;                      /* the chunk's size */
 	uint32_t chunk_next;                       /* size of the next chunk; 0: the first */
 	uint32_t tid;
-	bool guard;   /* inside memtrace: interposed calls pass through */
-	bool key_set; /* the thread-exit destructor is armed */
+	int64_t sample_left; /* sampling.c: bytes to the next sampled one */
+	uint64_t sample_rng; /* sampling.c: xorshift state; 0 until the first draw */
+	bool guard;          /* inside memtrace: interposed calls pass through */
+	bool key_set;        /* the thread-exit destructor is armed */
 };
 
 extern MT_TLS struct mt_thread mt_self;
@@ -76,6 +78,9 @@ struct mt_config {
 	bool fast_unwind;  /* memtrace's own walker (unwind.c), else libunwind throughout */
 	bool python;       /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
+	uint64_t sampling; /* MEMTRACE_SAMPLING: mean bytes between sampled blocks; 0 = all */
+	uint64_t seed;     /* MEMTRACE_SEED: the sampling's random streams, when seed_set */
+	bool seed_set;
 };
 extern struct mt_config mt_config;
 
@@ -456,6 +461,37 @@ MT_HIDDEN void
 mt_sampler_forked(void); /* the parent's side of a fork: Pss read at the next sample */
 /* The cgroup's memory now and its limit (0 when unknown or unlimited). */
 MT_HIDDEN void mt_sampler_cgroup(uint64_t *current, uint64_t *max);
+
+/*
+ * sampling.c: sampled mode (docs/sampling.md). With MEMTRACE_SAMPLING unset
+ * both inline tests answer true at once: every block is recorded.
+ */
+MT_HIDDEN int mt_sampling_init(void); /* init: the set of sampled addresses; 0 or -ENOMEM */
+MT_HIDDEN extern uint64_t mt_sample_exact;
+MT_HIDDEN bool mt_sample_draw(struct mt_thread *t, size_t size);
+MT_HIDDEN bool mt_sample_keep(void *p);
+MT_HIDDEN bool mt_sample_forget_slow(void *p);
+
+/* Hot path: the block p of size bytes was allocated; true when it is to be recorded. */
+static inline bool mt_sample_take(void *p, size_t size)
+{
+	struct mt_thread *t = &mt_self;
+
+	if (MT_LIKELY(!mt_config.sampling))
+		return true;
+	if (size <= mt_sample_exact) {
+		t->sample_left -= (int64_t)size;
+		if (MT_LIKELY(t->sample_left > 0) || !mt_sample_draw(t, size))
+			return false;
+	}
+	return mt_sample_keep(p);
+}
+
+/* Hot path, before the real free: true when p's allocation was recorded (so is its free). */
+static inline bool mt_sample_forget(void *p)
+{
+	return MT_LIKELY(!mt_config.sampling) || mt_sample_forget_slow(p);
+}
 
 /* reach.c: at a normal exit, the live blocks classified (REACH records). */
 MT_HIDDEN void mt_reach_at_exit(void);

@@ -78,6 +78,8 @@ void mt_process_record(unsigned origin, uint32_t parent_instance, pid_t parent_p
 	q = mt_put_bytes(q, exe, (size_t)exe_len);
 	q = mt_put_bytes(q, cmd, cmd_len);
 	q = mt_put_varint(q, mt_config.depth);
+	if (mt_config.sampling) /* a full capture's PROCESS stays as it was */
+		q = mt_put_varint(q, mt_config.sampling);
 	mt_commit_large(rec, MT_REC_PROCESS, q);
 }
 

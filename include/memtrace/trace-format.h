@@ -25,14 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MT_FILE_MAGIC         "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION     2
-#define MT_HEADER_SIZE        4096u
-#define MT_CHUNK_UNIT         4096u          /* chunks start and end on multiples of it */
-#define MT_CHUNK_SIZE_FIRST   MT_CHUNK_UNIT  /* a thread's first chunk */
-#define MT_CHUNK_SIZE_MAX     (256u * 1024u) /* a thread's chunks double up to this */
-#define MT_CHUNK_MAGIC        0x4b43544du /* "MTCK" little-endian */
-#define MT_BYTE_ORDER_MARK    0x01020304u
+#define MT_FILE_MAGIC       "MEMTRACE" /* 8 bytes, no terminator in the file */
+#define MT_FORMAT_VERSION   2
+#define MT_HEADER_SIZE      4096u
+#define MT_CHUNK_UNIT       4096u          /* chunks start and end on multiples of it */
+#define MT_CHUNK_SIZE_FIRST MT_CHUNK_UNIT  /* a thread's first chunk */
+#define MT_CHUNK_SIZE_MAX   (256u * 1024u) /* a thread's chunks double up to this */
+#define MT_CHUNK_MAGIC      0x4b43544du    /* "MTCK" little-endian */
+#define MT_BYTE_ORDER_MARK  0x01020304u
 
 /* The file header. All fields little-endian (x86_64 and aarch64 only). */
 struct mt_file_header {
@@ -117,13 +117,13 @@ enum mt_record_type {
 	MT_REC_MMAP = 9,
 	MT_REC_MUNMAP = 10,
 	MT_REC_MREMAP = 11,
-	MT_REC_SAMPLE = 12, /* the sampler thread's periodic figures */
-	MT_REC_EXIT = 13,   /* the process ended cleanly */
-	MT_REC_LOST = 14,   /* capture problems the analyzer must know of */
-	MT_REC_MARK = 15,   /* memtrace_mark(): a point the program named */
-	MT_REC_EXEC = 16,   /* the process calls an exec function: it may become untraced */
-	MT_REC_PYCODE = 17,  /* a Python code object that PYSTACK records' frames name */
-	MT_REC_PYSTACK = 18, /* an interned Python stack that STACK records name */
+	MT_REC_SAMPLE = 12,       /* the sampler thread's periodic figures */
+	MT_REC_EXIT = 13,         /* the process ended cleanly */
+	MT_REC_LOST = 14,         /* capture problems the analyzer must know of */
+	MT_REC_MARK = 15,         /* memtrace_mark(): a point the program named */
+	MT_REC_EXEC = 16,         /* the process calls an exec function: it may become untraced */
+	MT_REC_PYCODE = 17,       /* a Python code object that PYSTACK records' frames name */
+	MT_REC_PYSTACK = 18,      /* an interned Python stack that STACK records name */
 	MT_REC_REACH = 19,        /* the exit's reachability scan: its moment and figures */
 	MT_REC_REACH_BLOCKS = 20, /* the addresses of the blocks of one reachability class */
 	MT_REC_TYPE_COUNT
@@ -211,14 +211,26 @@ enum mt_exit_how {
 	MT_EXIT_UNKNOWN = 4,     /* destructors ran, status unknown */
 };
 
+/*
+ * Sampled mode (PROCESS sampling, docs/sampling.md): a process with interval
+ * T > 0 recorded blocks of the malloc family of more than this many bytes
+ * always, and a smaller one with probability 1 - exp(-size / T).
+ */
+#define MT_SAMPLING_EXACT_FACTOR 5
+#define MT_SAMPLING_MAX          (1u << 30) /* the largest interval: a weight fits 32 bits */
+static inline uint64_t mt_sampling_exact_above(uint64_t interval)
+{
+	return interval * MT_SAMPLING_EXACT_FACTOR;
+}
+
 /* MT_REC_REACH status. */
 enum mt_reach_status {
 	MT_REACH_DONE = 0,
-	MT_REACH_OFF = 1,        /* MEMTRACE_REACHABILITY=0 */
-	MT_REACH_NO_MEMORY = 2,  /* detail: bytes the scan needed */
-	MT_REACH_FAILED = 3,     /* detail: signal, or 256 + exit code, of the scanning process */
-	MT_REACH_NO_TRACE = 4,   /* detail: errno reading the trace back */
-	MT_REACH_TOO_MANY = 5,   /* detail: live blocks */
+	MT_REACH_OFF = 1,       /* MEMTRACE_REACHABILITY=0 */
+	MT_REACH_NO_MEMORY = 2, /* detail: bytes the scan needed */
+	MT_REACH_FAILED = 3,    /* detail: signal, or 256 + exit code, of the scanning process */
+	MT_REACH_NO_TRACE = 4,  /* detail: errno reading the trace back */
+	MT_REACH_TOO_MANY = 5,  /* detail: live blocks */
 };
 
 /* MT_REC_REACH_BLOCKS class, valgrind memcheck's four. */

@@ -6,7 +6,7 @@
  * scan (at a fresh address, at a scanned block's freed address, a realloc
  * in place) unclassified, the split per stack and the leak ranking, and the
  * reason a process or a kind has no classes: killed, _exit, exec, each
- * status of an unfinished scan, a kind that is not malloc's.
+ * status of an unfinished scan, sampled mode, a kind that is not malloc's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -243,10 +243,45 @@ static void test_reasons(void)
 	          "a scan status this memtrace does not know: 9");
 }
 
+/* A sampled process writes an OFF REACH: the reason is sampled mode, not the setting. */
+static void test_sampled(void)
+{
+	char buf[128];
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_dt(&b, 1000);
+	tb_u(&b, 100);
+	tb_u(&b, 1);
+	tb_u(&b, MT_ORIGIN_ROOT);
+	tb_u(&b, 0);
+	tb_u(&b, 1700000000000000000ull);
+	tb_str(&b, "/r", 2);
+	tb_str(&b, "r", 1);
+	tb_u(&b, 64);
+	tb_u(&b, 524288); /* the sampling interval */
+	tb_end(&b, MT_REC_PROCESS);
+	tb_alloc(&b, 1001, MT_FN_MALLOC, 0x10000, 100, 0);
+	tb_reach(&b, 1002, MT_REACH_OFF, 0, 0, 0, 0, 0);
+	tb_exit(&b, 1003, MT_EXIT_EXIT, 0);
+	a = analyze(&b, "sampled");
+	if (!a)
+		return;
+	CHECK_EQ(a->procs[0].in->sampling, 524288);
+	CHECK(!a->procs[0].kind[MT_KIND_HOST].classified);
+	CHECK_STR(mt_reach_missing(a->procs[0].in, &a->procs[0].reach, MT_KIND_HOST, buf,
+	                           sizeof(buf)),
+	          "off in sampled mode: the scan needs every live block");
+	mt_analysis_free(a);
+}
+
 int main(void)
 {
 	test_classes();
 	test_reasons();
+	test_sampled();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;

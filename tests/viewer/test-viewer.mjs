@@ -15,6 +15,7 @@
 //   worker PROGRAM         samples/worker-pool: a forked worker's copy-on-write drawn, Pss in the header
 //   marks PROGRAM          samples/grows-per-step with 100 steps: 100 mark labels legible
 //   failure PROGRAM        samples/big-request: allocation-failed first, with its figure
+//   sampled PROGRAM        tests/sampling/programs/known under MEMTRACE_SAMPLING: estimates said
 // Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
 // node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -385,6 +386,22 @@ async function threeCallers(browser, dir) {
   await page.close();
 }
 
+// Sampled mode: the page says the figures are estimates and gives the interval, and shows
+// the report's (estimated) figures.
+async function sampled(browser, dir) {
+  const { report, html } = traceAndView(dir, 'sampled', [programs[0]],
+    { MEMTRACE_SAMPLING: '64K', MEMTRACE_SEED: '1' });
+  const proc = report.processes[0];
+  check(proc.sampling && proc.sampling.interval_bytes === 65536, `the report's sampling: ${JSON.stringify(proc.sampling)}`);
+  const { page, errors } = await open(browser, html);
+  const facts = await text(page, '.process[open] .facts');
+  check(facts.includes('sampled capture: host figures are estimates (one allocation sampled per 64.0 KiB allocated on average; blocks over 320 KiB recorded exactly)'),
+    `the page does not say the figures are estimates: "${facts}"`);
+  await checkFigures(page, proc);
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
 // The legend entries of the open panel: [label, drawn].
 async function legendOf(page, panel) {
   return page.locator(`${panel} .u-legend .u-series`).evaluateAll((els) =>
@@ -524,9 +541,9 @@ async function failure(browser, dir) {
   await page.close();
 }
 
-const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure };
+const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure, sampled };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch|sampled PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

@@ -59,7 +59,8 @@ function processPanel(data, proc, report) {
     body.append(...[
       el('p', { class: 'facts' }, `pid ${report.pid}, ppid ${report.ppid}, ${report.origin}; ${ending(report)}; `,
         `${plural(report.threads, 'thread')}, ${exact(report.events)} events`,
-        report.lost_stack_events ? `; ${exact(report.lost_stack_events)} events without a stack` : ''),
+        report.lost_stack_events ? `; ${exact(report.lost_stack_events)} events without a stack` : '',
+        sampledNote(report.sampling)),
       diagnosisSection(report),
       timeline.element,
       flame.element,
@@ -71,6 +72,13 @@ function processPanel(data, proc, report) {
   }
   panel.addEventListener('toggle', () => { if (panel.open) draw(); });
   return { panel, draw };
+}
+
+// Sampled mode (docs/sampling.md): the host figures are estimates; null for a full capture.
+function sampledNote(sampling) {
+  if (!sampling) return '';
+  return `; sampled capture: host figures are estimates (one allocation sampled per ${size(sampling.interval_bytes)} ` +
+    `allocated on average; blocks over ${size(sampling.exact_above_bytes)} recorded exactly)`;
 }
 
 // The memory the header gives: Pss first (each shared page divided among the
