@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+"""One program run under valgrind's memcheck and under memtrace, each run's
+leak classes read back in one shape: a dict class -> (bytes, blocks) with
+memtrace's class names, and the loss records (valgrind) or leak stacks
+(memtrace) as (class, bytes, blocks, function names), so that a test can set
+apart the blocks libc allocates for itself by the function that did.
+
+meson passes MEMTRACE_BIN, MEMTRACE_LIB and MEMTRACE_PROGRAMS as for the
+capture tests, and VALGRIND, empty where valgrind is not installed: then the
+tests are skipped (exit 77, meson's skip)."""
+import json
+import os
+import re
+import shutil
+import sys
+
+from harness import BIN, check, run, workdir
+
+if not os.environ.get("VALGRIND"):
+    print("valgrind is not installed: nothing to compare with")
+    sys.exit(77)
+CLASSES = ("definite", "indirect", "possible", "reachable")
+
+VALGRIND = [os.environ["VALGRIND"], "--leak-check=full", "--show-leak-kinds=all",
+            # libc's own buffers stay as the program left them at exit, as under
+            # memtrace, which changes nothing in how a program ends
+            "--run-libc-freeres=no",
+            # nothing hidden: memtrace has no suppressions of its own
+            "--default-suppressions=no",
+            # deep enough to name the libc function under any allocation
+            "--num-callers=40"]
+
+VALGRIND_CLASS = {"definitely lost": "definite", "indirectly lost": "indirect",
+                  "possibly lost": "possible", "still reachable": "reachable"}
+NUMBER = r"([\d,]+)"
+SUMMARY_LINE = re.compile(r"==\d+==\s+(definitely lost|indirectly lost|possibly lost|still reachable): "
+                          + NUMBER + " bytes in " + NUMBER + " blocks")
+# "952 (24 direct, 928 indirect) bytes in 1 blocks are definitely lost in loss record 3 of 4":
+# the block's own bytes are the direct ones
+RECORD_LINE = re.compile(r"==\d+== " + NUMBER + r"(?: \(" + NUMBER + r" direct, [\d,]+ indirect\))?"
+                         r" bytes in " + NUMBER + r" blocks are (definitely lost|indirectly lost|"
+                         r"possibly lost|still reachable) in loss record")
+FRAME_LINE = re.compile(r"==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (\S+)")
+
+
+class Run:
+    def __init__(self, classes, records, stdout, returncode):
+        self.classes = classes
+        self.records = records
+        self.stdout = stdout
+        self.returncode = returncode
+
+    def by_function(self, function):
+        """The classes of the blocks whose allocation stack names FUNCTION."""
+        out = {}
+        for cls, nbytes, blocks, functions in self.records:
+            if function in functions:
+                out = add(out, {cls: (nbytes, blocks)})
+        return out
+
+
+def number(s):
+    return int(s.replace(",", ""))
+
+
+def add(a, b):
+    """Class figures added, class by class."""
+    out = dict(a)
+    for cls, (nbytes, blocks) in b.items():
+        was = out.get(cls, (0, 0))
+        out[cls] = (was[0] + nbytes, was[1] + blocks)
+    return {cls: v for cls, v in out.items() if v != (0, 0)}
+
+
+def nonzero(classes):
+    return {cls: tuple(v) for cls, v in classes.items() if tuple(v) != (0, 0)}
+
+
+def plain_env(extra=None):
+    """The test's environment without MALLOC_PERTURB_, which meson sets: glibc's free
+    would then overwrite a freed block, and with it the stale pointers a scan must
+    not take for roots (valgrind's own malloc ignores it)."""
+    env = dict(os.environ)
+    env.pop("MALLOC_PERTURB_", None)
+    env.update(extra or {})
+    return env
+
+
+def valgrind(argv, env=None, cwd=None, stdin=None, timeout=120):
+    d = workdir()
+    log = os.path.join(d, "valgrind.log")
+    out = run(VALGRIND + ["--log-file=" + log, "--"] + argv, env=plain_env(env), cwd=cwd,
+              stdin=stdin, timeout=timeout)
+    with open(log) as f:
+        text = f.read()
+    shutil.rmtree(d)
+    classes, records, current = {}, [], None
+    for line in text.splitlines():
+        m = SUMMARY_LINE.match(line)
+        if m:
+            classes[VALGRIND_CLASS[m.group(1)]] = (number(m.group(2)), number(m.group(3)))
+            continue
+        m = RECORD_LINE.match(line)
+        if m:
+            own = m.group(2) or m.group(1)
+            current = (VALGRIND_CLASS[m.group(4)], number(own), number(m.group(3)), set())
+            records.append(current)
+            continue
+        m = FRAME_LINE.match(line)
+        if m and current:
+            current[3].add(m.group(1))
+        elif re.fullmatch(r"==\d+==\s*", line):
+            current = None
+    # with no block live at exit valgrind prints no summary
+    check(classes or "All heap blocks were freed" in text,
+          f"no LEAK SUMMARY from valgrind on {argv}:\n{text[-3000:]}")
+    return Run(nonzero(classes), records, out.stdout, out.returncode)
+
+
+def memtrace_trace(argv, trace, env=None, cwd=None, stdin=None, timeout=120):
+    out = run([BIN, "run", "-o", trace, "--"] + argv, env=plain_env(env), cwd=cwd, stdin=stdin,
+              timeout=timeout)
+    check(os.path.exists(trace), f"memtrace run left no trace: {out.stderr.decode()[-2000:]}")
+    return out
+
+
+def memtrace_classes(trace):
+    rep = run([BIN, "report", "--json", "--top", "100000", trace])
+    check(rep.returncode == 0, f"memtrace report failed: {rep.stderr.decode()[-2000:]}")
+    processes = json.loads(rep.stdout)["processes"]
+    check(len(processes) == 1, f"{len(processes)} processes in the trace, one expected")
+    host = processes[0]["memories"]["host"]
+    check(host.get("leak_kinds") is not None,
+          f"no leak_kinds in the report: {host.get('leak_kinds_missing')!r}")
+    classes = {cls: (v["bytes"], v["blocks"]) for cls, v in host["leak_kinds"].items()}
+    records = []
+    for s in host["leak_stacks"]:
+        functions = {f["function"] for f in s["frames"] if f["function"]}
+        for cls, v in s["reachability"].items():
+            if v["blocks"]:
+                records.append((cls, v["bytes"], v["blocks"], functions))
+    return nonzero(classes), records
+
+
+def memtrace(argv, env=None, cwd=None, stdin=None, timeout=120):
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    out = memtrace_trace(argv, trace, env=env, cwd=cwd, stdin=stdin, timeout=timeout)
+    classes, records = memtrace_classes(trace)
+    result = Run(classes, records, out.stdout, out.returncode)
+    result.trace = trace
+    return result
+
+
+def check_exit(trace, args):
+    """`memtrace check` ARGS on TRACE: its exit status."""
+    return run([BIN, "check"] + args + [trace]).returncode
+
+
+def tls_objects(path):
+    """The objects with thread-local storage among PATH and what it loads."""
+    out = run(["ldd", path])
+    check(out.returncode == 0, f"ldd {path} failed: {out.stderr.decode()}")
+    paths = {os.path.realpath(path)}
+    for line in out.stdout.decode().splitlines():
+        m = re.match(r"\s*(?:\S+ => )?(/\S+) \(0x", line)
+        if m:
+            paths.add(os.path.realpath(m.group(1)))
+    return {p for p in paths if has_tls(p)}
+
+
+def has_tls(path):
+    """Whether the ELF64 little-endian object at PATH has a PT_TLS segment."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+        phoff = int.from_bytes(header[32:40], "little")
+        phentsize = int.from_bytes(header[54:56], "little")
+        phnum = int.from_bytes(header[56:58], "little")
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return any(int.from_bytes(table[i * phentsize:i * phentsize + 4], "little") == 7
+               for i in range(phnum))
+
+
+def dtv_bytes(path, preload=None):
+    """The size of the dtv (a thread's vector of TLS blocks) glibc's pthread_create
+    calloc's for a thread of PATH: one 16-byte slot per object with TLS
+    (dl_tls_max_dtv_idx), 14 spare (DTV_SURPLUS) and 2 of its own (elf/dl-tls.c,
+    allocate_dtv). A preload's objects with TLS count too."""
+    objects = tls_objects(path) | (tls_objects(preload) if preload else set())
+    return (len(objects) + 16) * 16
