@@ -78,14 +78,15 @@ def test_git_log():
     repo = workdir()
     env = dict(GIT_ENV, HOME=repo)
     full = dict(os.environ, **env)
-    check(run(["git", "init", "-q", "-b", "main", repo], env=full).returncode == 0, "git init failed")
+    git = ["git", "-C", repo]
+    check(run(git + ["init", "-q", "-b", "main"], env=full).returncode == 0, "git init failed")
     for i in range(10):
         with open(os.path.join(repo, f"f{i}.txt"), "w") as f:
             f.write("line\n" * (i + 1))
-        run(["git", "-C", repo, "add", "."], env=full)
-        check(run(["git", "-C", repo, "commit", "-q", "-m", f"commit {i}"], env=full).returncode == 0,
-              "git commit failed")
-    mt, vg = compare("git log", ["git", "-C", repo, "log", "--stat"], env=env)
+        run(git + ["add", "."], env=full)
+        out = run(git + ["commit", "-q", "-m", f"commit {i}"], env=full)
+        check(out.returncode == 0, f"git commit failed: {out.stderr.decode()}")
+    mt, vg = compare("git log", git + ["log", "--stat"], env=env)
     check(vg.classes.get("definite") is None, f"valgrind finds git leaks: {vg.classes}")
     gate_passes(mt)
     shutil.rmtree(os.path.dirname(mt.trace))

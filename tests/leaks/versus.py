@@ -33,13 +33,12 @@ VALGRIND = [os.environ["VALGRIND"], "--leak-check=full", "--show-leak-kinds=all"
 VALGRIND_CLASS = {"definitely lost": "definite", "indirectly lost": "indirect",
                   "possibly lost": "possible", "still reachable": "reachable"}
 NUMBER = r"([\d,]+)"
-SUMMARY_LINE = re.compile(r"==\d+==\s+(definitely lost|indirectly lost|possibly lost|still reachable): "
-                          + NUMBER + " bytes in " + NUMBER + " blocks")
+KIND = r"(definitely lost|indirectly lost|possibly lost|still reachable)"
+SUMMARY_LINE = re.compile(r"==\d+==\s+" + KIND + ": " + NUMBER + " bytes in " + NUMBER + " blocks")
 # "952 (24 direct, 928 indirect) bytes in 1 blocks are definitely lost in loss record 3 of 4":
 # the block's own bytes are the direct ones
 RECORD_LINE = re.compile(r"==\d+== " + NUMBER + r"(?: \(" + NUMBER + r" direct, [\d,]+ indirect\))?"
-                         r" bytes in " + NUMBER + r" blocks are (definitely lost|indirectly lost|"
-                         r"possibly lost|still reachable) in loss record")
+                         r" bytes in " + NUMBER + r" blocks are " + KIND + " in loss record")
 FRAME_LINE = re.compile(r"==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (\S+)")
 
 
