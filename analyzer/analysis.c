@@ -69,6 +69,7 @@ struct mt_analysis_run {
 	/* the failed allocation being snapshot */
 	struct mt_fail_snapshot *snap;
 	enum mt_kind snap_kind;
+	struct mt_reach reach; /* the instance's leak classes */
 };
 
 static const char *const metric_names[MT_METRIC_COUNT] = {
@@ -128,11 +129,28 @@ uint64_t mt_kind_result_total(const struct mt_kind_result *k, enum mt_metric m)
 
 static enum mt_metric sort_metric;
 
+/* A leak's rank: lost first, then possible, then reachable. */
+static void leak_rank(const struct mt_stack_row *r, uint64_t rank[3])
+{
+	rank[0] = r->reach[MT_LEAK_DEFINITE].bytes + r->reach[MT_LEAK_INDIRECT].bytes +
+	          r->reach[MT_LEAK_UNCLASSIFIED].bytes;
+	rank[1] = r->reach[MT_LEAK_POSSIBLE].bytes;
+	rank[2] = r->reach[MT_LEAK_REACHABLE].bytes;
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
 	const struct mt_stack_row *x = a, *y = b;
 	uint64_t vx = mt_stack_row_value(x, sort_metric), vy = mt_stack_row_value(y, sort_metric);
 
+	if (sort_metric == MT_METRIC_LEAKED) {
+		uint64_t rx[3], ry[3];
+		leak_rank(x, rx);
+		leak_rank(y, ry);
+		for (int i = 0; i < 3; i++)
+			if (rx[i] != ry[i])
+				return rx[i] > ry[i] ? -1 : 1;
+	}
 	if (vx != vy)
 		return vx > vy ? -1 : 1;
 	if (x->stack_instance != y->stack_instance)
@@ -160,6 +178,7 @@ uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_in
 
 static void run_reset(struct mt_analysis_run *run)
 {
+	mt_reach_free(&run->reach);
 	mt_map_free(&run->thread_index);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_free(&run->candidates[k]);
@@ -397,6 +416,10 @@ static int analyze_record(struct mt_analysis_run *run, const struct mt_instance 
 
 	if (in != run->in && (r = begin_instance(run, in)) < 0)
 		return r;
+	if ((rec->type == MT_REC_REACH || rec->type == MT_REC_REACH_BLOCKS ||
+	     (run->reach.scan.seen && mt_record_is_event(rec->type))) &&
+	    (r = mt_reach_note(&run->reach, rec)) < 0)
+		return r;
 	if (!mt_record_is_event(rec->type))
 		return 0;
 	tick_progress(run);
@@ -507,8 +530,16 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 	if ((ret = mt_diagnosis_add_stack(&c->run->res->diag, c->run->in, s)) < 0)
 		return ret;
 	if (c->leaks) {
+		const struct mt_leak_count *split =
+		        kr->classified ? mt_reach_stack(&c->run->reach, s->stack_instance, s->stack)
+		                       : NULL;
 		row.leaked_bytes = s->live_bytes;
 		row.leaked_blocks = s->live_blocks;
+		if (split)
+			memcpy(row.reach, split, sizeof(row.reach));
+		else if (!kr->classified)
+			row.reach[MT_LEAK_UNCLASSIFIED] =
+			        (struct mt_leak_count){s->live_bytes, s->live_blocks};
 	}
 	/* temporaries are only ever the instance's own allocations */
 	if (s->stack_instance == c->run->in->id &&
@@ -537,17 +568,28 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 
 	if (in != run->in && (ret = begin_instance(run, in)) < 0)
 		return ret;
+	run->res->reach = run->reach.scan;
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		struct mt_kind_result *kr = &run->res->kind[k];
 		kr->stats = in->kind[k];
 		if (c.leaks) {
 			kr->leaked_bytes = in->kind[k].live_bytes;
 			kr->leaked_blocks = in->kind[k].live_blocks;
+			kr->leak_kinds[MT_LEAK_UNCLASSIFIED] =
+			        (struct mt_leak_count){kr->leaked_bytes, kr->leaked_blocks};
 		}
+	}
+	if (c.leaks && mt_reach_done(&run->reach.scan)) {
+		struct mt_kind_result *kr = &run->res->kind[MT_KIND_HOST];
+		if ((ret = mt_reach_finish(&run->reach, r, in)) < 0)
+			goto out;
+		kr->classified = true;
+		memcpy(kr->leak_kinds, run->reach.total, sizeof(kr->leak_kinds));
 	}
 	ret = mt_replay_foreach_stack(r, in, collect_row, &c);
 	if (ret == 0)
 		ret = mt_diagnosis_finish(&run->res->diag, in, mt_replay_clock(r));
+out:
 	run_reset(run);
 	run->in = NULL;
 	return ret;
@@ -593,6 +635,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 		run.hooks = *hooks;
 	run.next_progress = PROGRESS_EVERY;
 	mt_map_init(&run.thread_index, sizeof(uint32_t));
+	mt_reach_init(&run.reach);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_init(&run.candidates[k], sizeof(struct candidate));
 		mt_map_init(&run.temp_by_stack[k], sizeof(uint64_t));

@@ -25,6 +25,7 @@
 
 #include "diagnosis.h"
 #include "map.h"
+#include "reach.h"
 #include "reader.h"
 #include "replay.h"
 #include "symbolize.h"
@@ -68,6 +69,8 @@ struct mt_stack_row {
 	uint64_t bytes_allocated;
 	uint64_t peak_bytes, peak_blocks;     /* at the kind's peak */
 	uint64_t leaked_bytes, leaked_blocks; /* live at the end; 0 after an exec */
+	/* the leaked blocks by class (reach.h): all unclassified where the kind is not */
+	struct mt_leak_count reach[MT_LEAK_CLASS_COUNT];
 	uint64_t temporary;
 	const struct mt_stack_ref *merged; /* a group's stacks, in order; NULL for a stack */
 	uint32_t nmerged;
@@ -93,6 +96,9 @@ struct mt_kind_result {
 	 * leaked, and stats.live_* still say what was live then.
 	 */
 	uint64_t leaked_bytes, leaked_blocks;
+	/* the exit's scan classified them (host blocks of a process it ran in): the split */
+	bool classified;
+	struct mt_leak_count leak_kinds[MT_LEAK_CLASS_COUNT];
 	uint64_t histogram[MT_HISTOGRAM_BUCKETS];
 	struct mt_stack_row *rows; /* every stack with a non-zero figure, in no order */
 	size_t nrows;
@@ -106,7 +112,8 @@ struct mt_kind_result {
 struct mt_process_result {
 	const struct mt_instance *in;
 	struct mt_kind_result kind[MT_KIND_COUNT];
-	struct mt_diagnosis diag; /* growth, the sampler's series, findings, post-mortem */
+	struct mt_diagnosis diag;   /* growth, the sampler's series, findings, post-mortem */
+	struct mt_reach_scan reach; /* the exit's reachability scan */
 };
 
 struct mt_analysis_run;
@@ -153,7 +160,11 @@ void mt_analysis_free(struct mt_analysis *a);
 uint64_t mt_stack_row_value(const struct mt_stack_row *row, enum mt_metric m);
 /* The kind's figure for a metric: what the rows' values add up to. */
 uint64_t mt_kind_result_total(const struct mt_kind_result *k, enum mt_metric m);
-/* Sorts rows by a metric, largest first (ties by stack id, so output is stable). */
+/*
+ * Sorts rows by a metric, largest first (ties by stack id, so output is
+ * stable). Leaks rank by what `check` counts first (definite, indirect and
+ * unclassified bytes), then possible, then reachable bytes.
+ */
 void mt_stack_rows_sort(struct mt_stack_row *rows, size_t n, enum mt_metric m);
 
 /* "peak", "leaked", ...; parse returns -EINVAL for an unknown name. */

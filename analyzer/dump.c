@@ -107,14 +107,42 @@ static void put_fn(FILE *f, uint64_t fn)
 		fprintf(f, "fn%" PRIu64, fn);
 }
 
+static void print_reach(FILE *f, const struct mt_record *rec)
+{
+	const char *status = mt_reach_status_name(rec->u.reach.status);
+
+	if (status)
+		fprintf(f, " status %s", status);
+	else
+		fprintf(f, " status %" PRIu64, rec->u.reach.status);
+	fprintf(f,
+	        " detail %" PRIu64 " blocks %" PRIu64 " bytes %" PRIu64 " scanned %" PRIu64
+	        " ns %" PRIu64,
+	        rec->u.reach.detail, rec->u.reach.blocks, rec->u.reach.bytes, rec->u.reach.scanned,
+	        rec->u.reach.ns);
+}
+
+static void print_reach_blocks(FILE *f, const struct mt_record *rec)
+{
+	const uint8_t *pos = rec->u.reach_blocks.addrs;
+	uint64_t addr = 0;
+
+	fprintf(f, " class %s blocks %" PRIu64, mt_reach_class_name(rec->u.reach_blocks.cls),
+	        rec->u.reach_blocks.n);
+	while (mt_reach_blocks_next(rec, &pos, &addr))
+		fprintf(f, " 0x%" PRIx64, addr);
+}
+
 static void print_record(FILE *f, const struct mt_trace *t, const struct mt_record *rec)
 {
 	const char *name = mt_record_name(rec->type);
 
 	fprintf(f, "0x%" PRIx64 " pid %u tid %u", rec->offset, rec->chunk->pid, rec->chunk->tid);
 	/* records without a time field: a time would be only the register's */
-	if (rec->type != MT_REC_STACK && rec->type != MT_REC_PYSTACK && rec->type != MT_REC_LOST &&
-	    name)
+	if (rec->type == MT_REC_REACH)
+		fprintf(f, " t=%+.6fms", rel_ms(t, rec->u.reach.time));
+	else if (rec->type != MT_REC_STACK && rec->type != MT_REC_PYSTACK &&
+	         rec->type != MT_REC_LOST && rec->type != MT_REC_REACH_BLOCKS && name)
 		fprintf(f, " t=%+.6fms", rel_ms(t, rec->time));
 	if (!name) {
 		fprintf(f, " type %u (unknown, %u bytes, skipped)\n", rec->type, rec->length);
@@ -252,6 +280,12 @@ static void print_record(FILE *f, const struct mt_trace *t, const struct mt_reco
 			fprintf(f, "%02x", rec->u.pycode.linetable.data[i]);
 		if (!rec->u.pycode.linetable.len)
 			fputs("none", f);
+		break;
+	case MT_REC_REACH:
+		print_reach(f, rec);
+		break;
+	case MT_REC_REACH_BLOCKS:
+		print_reach_blocks(f, rec);
 		break;
 	}
 	fputc('\n', f);

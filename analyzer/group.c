@@ -353,6 +353,10 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 		o->peak_blocks += row->peak_blocks;
 		o->leaked_bytes += row->leaked_bytes;
 		o->leaked_blocks += row->leaked_blocks;
+		for (int c = 0; c < MT_LEAK_CLASS_COUNT; c++) {
+			o->reach[c].bytes += row->reach[c].bytes;
+			o->reach[c].blocks += row->reach[c].blocks;
+		}
 		o->temporary += row->temporary;
 	}
 	free(e);

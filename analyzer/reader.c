@@ -63,6 +63,8 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_EXEC] = "EXEC",
         [MT_REC_PYCODE] = "PYCODE",
         [MT_REC_PYSTACK] = "PYSTACK",
+        [MT_REC_REACH] = "REACH",
+        [MT_REC_REACH_BLOCKS] = "REACH_BLOCKS",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -154,6 +156,29 @@ const char *mt_kind_name(unsigned kind)
 	};
 
 	return kind < MT_KIND_COUNT ? names[kind] : NULL;
+}
+
+const char *mt_reach_status_name(uint64_t status)
+{
+	static const char *const names[] = {
+	        [MT_REACH_DONE] = "done",           [MT_REACH_OFF] = "off",
+	        [MT_REACH_NO_MEMORY] = "no-memory", [MT_REACH_FAILED] = "failed",
+	        [MT_REACH_NO_TRACE] = "no-trace",   [MT_REACH_TOO_MANY] = "too-many",
+	};
+
+	return status < sizeof(names) / sizeof(names[0]) ? names[status] : NULL;
+}
+
+const char *mt_reach_class_name(uint64_t cls)
+{
+	static const char *const names[] = {
+	        [MT_REACH_DEFINITE] = "definite",
+	        [MT_REACH_INDIRECT] = "indirect",
+	        [MT_REACH_POSSIBLE] = "possible",
+	        [MT_REACH_REACHABLE] = "reachable",
+	};
+
+	return cls < sizeof(names) / sizeof(names[0]) ? names[cls] : NULL;
 }
 
 int mt_kind_parse(const char *name)
@@ -650,6 +675,39 @@ static int pycode(struct mt_record *rec, struct dec *d, struct mt_error *err)
 	return 0;
 }
 
+/*
+ * A REACH_BLOCKS record: its addresses stay in the trace, checked here once
+ * so that mt_reach_blocks_next cannot fail. Each takes a byte at least, so
+ * the payload bounds the loop.
+ */
+static int reach_blocks(struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	rec->u.reach_blocks.cls = u(d);
+	rec->u.reach_blocks.n = u(d);
+	rec->u.reach_blocks.addrs = d->p;
+	for (uint64_t i = 0; i < rec->u.reach_blocks.n && !d->bad; i++)
+		u(d);
+	rec->u.reach_blocks.end = d->p;
+	if (d->bad)
+		return bad_fields(err, rec, d);
+	if (rec->u.reach_blocks.cls < MT_REACH_DEFINITE ||
+	    rec->u.reach_blocks.cls > MT_REACH_REACHABLE)
+		return fail(err, -EBADMSG, rec->offset,
+		            "REACH_BLOCKS record of class %llu, which does not exist",
+		            (unsigned long long)rec->u.reach_blocks.cls);
+	return 0;
+}
+
+bool mt_reach_blocks_next(const struct mt_record *rec, const uint8_t **pos, uint64_t *addr)
+{
+	uint64_t v;
+
+	if (*pos >= rec->u.reach_blocks.end || mt_get_varint(pos, rec->u.reach_blocks.end, &v) < 0)
+		return false;
+	*addr += (uint64_t)mt_unzigzag(v);
+	return true;
+}
+
 static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
 {
 	uint64_t n;
@@ -808,6 +866,17 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		return pycode(rec, d, err);
 	case MT_REC_PYSTACK:
 		return pystack(rec, d, err);
+	case MT_REC_REACH:
+		rec->u.reach.time = u(d);
+		rec->u.reach.status = u(d);
+		rec->u.reach.detail = u(d);
+		rec->u.reach.blocks = u(d);
+		rec->u.reach.bytes = u(d);
+		rec->u.reach.scanned = u(d);
+		rec->u.reach.ns = u(d);
+		break;
+	case MT_REC_REACH_BLOCKS:
+		return reach_blocks(rec, d, err);
 	default:
 		return 0; /* unknown: skipped by its length */
 	}

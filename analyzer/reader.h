@@ -191,8 +191,27 @@ struct mt_record {
 			uint32_t n; /* 1 to MT_MAX_PYFRAMES, innermost first */
 			struct mt_pyframe frames[MT_MAX_PYFRAMES];
 		} pystack;
+		struct {
+			uint64_t
+			        time; /* the scan's moment in ticks (rec->time is the register's) */
+			uint64_t status; /* enum mt_reach_status */
+			uint64_t detail, blocks, bytes, scanned, ns;
+		} reach;
+		struct {
+			uint64_t cls; /* enum mt_reach_class */
+			uint64_t n;
+			/* n zigzag address deltas, each checked to decode: read them with
+			 * mt_reach_blocks_next */
+			const uint8_t *addrs, *end;
+		} reach_blocks;
 	} u;
 };
+
+/*
+ * The addresses of a REACH_BLOCKS record in turn: *pos starts at
+ * rec->u.reach_blocks.addrs and *addr at 0; false after the last.
+ */
+bool mt_reach_blocks_next(const struct mt_record *rec, const uint8_t **pos, uint64_t *addr);
 
 /* Reads records of one chunk in file order. */
 struct mt_cursor {
@@ -238,5 +257,9 @@ const char *mt_fn_name(uint64_t fn);
 bool mt_record_is_event(unsigned type);
 const char *mt_kind_name(unsigned kind); /* NULL for a value that is no kind */
 int mt_kind_parse(const char *name);     /* the kind, or -EINVAL */
+/* REACH's status ("done", "off", "no-memory", ...) and REACH_BLOCKS' class ("definite", ...):
+ * NULL for a value that is none */
+const char *mt_reach_status_name(uint64_t status);
+const char *mt_reach_class_name(uint64_t cls);
 
 #endif

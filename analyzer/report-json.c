@@ -99,6 +99,20 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	return o;
 }
 
+/* {"definite": {"bytes", "blocks"}, ... "unclassified": {...}} */
+static json_t *leak_kinds_json(const struct mt_leak_count *c)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < MT_LEAK_CLASS_COUNT; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "bytes", mt_json_u64(c[i].bytes));
+		json_object_set_new(x, "blocks", mt_json_u64(c[i].blocks));
+		json_object_set_new(o, mt_leak_class_name((enum mt_leak_class)i), x);
+	}
+	return o;
+}
+
 static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms,
                            const struct mt_kind_result *k, enum mt_metric m, unsigned top,
                            size_t *total)
@@ -110,10 +124,16 @@ static json_t *stacks_json(struct mt_analysis *a, struct mt_sym *syms,
 	*total = n;
 	for (size_t i = 0; rows && i < n && i < top; i++) {
 		const struct mt_stack_row *r = &rows[i];
-		json_array_append_new(
-		        arr, m == MT_METRIC_PEAK
-		                     ? stack_json(a, syms, r, r->peak_bytes, r->peak_blocks)
-		                     : stack_json(a, syms, r, r->leaked_bytes, r->leaked_blocks));
+		json_t *o;
+		if (m == MT_METRIC_PEAK) {
+			json_array_append_new(
+			        arr, stack_json(a, syms, r, r->peak_bytes, r->peak_blocks));
+			continue;
+		}
+		o = stack_json(a, syms, r, r->leaked_bytes, r->leaked_blocks);
+		json_object_set_new(o, "reachability",
+		                    k->classified ? leak_kinds_json(r->reach) : json_null());
+		json_array_append_new(arr, o);
 	}
 	free(rows);
 	return arr;
@@ -125,6 +145,8 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 	const struct mt_kind_result *k = &p->kind[kind];
 	const struct mt_kind_stats *s = &k->stats;
 	json_t *o = json_object(), *fails = json_array(), *hist = json_array();
+	char why[128];
+	const char *missing = mt_reach_missing(p->in, &p->reach, kind, why, sizeof(why));
 	size_t total;
 
 	json_object_set_new(o, "allocations", mt_json_u64(s->allocations));
@@ -137,6 +159,10 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 	                    mt_json_u64(mt_analysis_since_start(a, p->in, s->peak_time)));
 	json_object_set_new(o, "leaked_bytes", mt_json_u64(k->leaked_bytes));
 	json_object_set_new(o, "leaked_blocks", mt_json_u64(k->leaked_blocks));
+	json_object_set_new(o, "leak_kinds",
+	                    k->classified ? leak_kinds_json(k->leak_kinds) : json_null());
+	json_object_set_new(o, "leak_kinds_missing",
+	                    k->classified ? json_null() : json_string(missing ? missing : ""));
 	json_object_set_new(o, "live_at_end_bytes", mt_json_u64(s->live_bytes));
 	json_object_set_new(o, "live_at_end_blocks", mt_json_u64(s->live_blocks));
 	json_object_set_new(o, "inherited_bytes", mt_json_u64(s->inherited_bytes));
@@ -355,6 +381,24 @@ static json_t *diagnosis_json(struct mt_analysis *a, struct mt_sym *syms,
 	return o;
 }
 
+/* The exit's reachability scan (REACH), or null when the process wrote none. */
+static json_t *scan_json(const struct mt_reach_scan *s)
+{
+	const char *status = mt_reach_status_name(s->status);
+	json_t *o;
+
+	if (!s->seen)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "status", status ? json_string(status) : mt_json_u64(s->status));
+	json_object_set_new(o, "detail", mt_json_u64(s->detail));
+	json_object_set_new(o, "blocks", mt_json_u64(s->blocks));
+	json_object_set_new(o, "bytes", mt_json_u64(s->bytes));
+	json_object_set_new(o, "scanned_bytes", mt_json_u64(s->scanned));
+	json_object_set_new(o, "ns", mt_json_u64(s->ns));
+	return o;
+}
+
 static json_t *tree_json(const struct mt_analysis *a)
 {
 	json_t *o = json_object();
@@ -418,6 +462,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 				json_object_set_new(mem, mt_kind_name((unsigned)k),
 				                    kind_json(a, syms, p, (enum mt_kind)k, top));
 		json_object_set_new(o, "memories", mem);
+		json_object_set_new(o, "reachability_scan", scan_json(&p->reach));
 		json_object_set_new(o, "diagnosis", diagnosis_json(a, syms, p, top));
 		json_array_append_new(procs, o);
 	}

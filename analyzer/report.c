@@ -95,6 +95,29 @@ static void print_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si
 		printf("%s... %d more frames\n", indent, n - TEXT_FRAMES);
 }
 
+/*
+ * "definite 96 B in 1, indirect 480 B in 5, possible 0, ...": every class
+ * (but unclassified) when all, else only those that hold a block.
+ */
+static void print_split(const struct mt_leak_count *c, bool all)
+{
+	char size[32];
+	bool first = true;
+
+	for (int i = 0; i < MT_LEAK_CLASS_COUNT; i++) {
+		if (!c[i].blocks && (!all || i == MT_LEAK_UNCLASSIFIED))
+			continue;
+		printf("%s%s ", first ? "" : ", ", mt_leak_class_name((enum mt_leak_class)i));
+		first = false;
+		if (!c[i].blocks) {
+			putchar('0');
+			continue;
+		}
+		mt_size_text(size, sizeof(size), c[i].bytes);
+		printf("%s in %" PRIu64, size, c[i].blocks);
+	}
+}
+
 static void print_stacks(struct mt_analysis *a, struct mt_sym *syms, const struct mt_kind_result *k,
                          enum mt_metric m, unsigned top)
 {
@@ -107,8 +130,14 @@ static void print_stacks(struct mt_analysis *a, struct mt_sym *syms, const struc
 		uint64_t blocks = m == MT_METRIC_PEAK ? rows[i].peak_blocks : rows[i].leaked_blocks;
 		mt_size_text(size, sizeof(size), bytes);
 		stack_label(a, syms, rows[i].stack_instance, rows[i].stack, label, sizeof(label));
-		printf("      %s in %" PRIu64 " block%s by %s\n", size, blocks,
+		printf("      %s in %" PRIu64 " block%s by %s", size, blocks,
 		       blocks == 1 ? "" : "s", label);
+		if (m == MT_METRIC_LEAKED && k->classified) {
+			fputs(" (", stdout);
+			print_split(rows[i].reach, false);
+			putchar(')');
+		}
+		putchar('\n');
 		print_frames(a, syms, rows[i].stack_instance, rows[i].stack, "        ");
 	}
 	if (rows && n > top)
@@ -159,9 +188,18 @@ static void print_kind(struct mt_analysis *a, struct mt_sym *syms,
 		mt_size_text(b2, sizeof(b2), s->live_bytes);
 		printf("    no leaks: the exec dropped the %s then live\n", b2);
 	} else if (k->leaked_blocks) {
-		printf("    %s %s in %" PRIu64 " block%s\n",
+		char why[128];
+		printf("    %s %s in %" PRIu64 " block%s",
 		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, k->leaked_blocks,
 		       k->leaked_blocks == 1 ? "" : "s");
+		if (k->classified) {
+			fputs(": ", stdout);
+			print_split(k->leak_kinds, true);
+			putchar('\n');
+		} else {
+			printf("\n      not classified: %s\n",
+			       mt_reach_missing(p->in, &p->reach, kind, why, sizeof(why)));
+		}
 		print_stacks(a, syms, k, MT_METRIC_LEAKED, top);
 	} else {
 		printf("    no leaks\n");

@@ -271,6 +271,23 @@ static void mix_record(uint64_t *h, const struct mt_record *rec)
 		mix_bytes(h, rec->u.pycode.linetable.data, rec->u.pycode.linetable.len);
 		mix(h, rec->u.pycode.linetable_size);
 		break;
+	case MT_REC_REACH:
+		mix_str(h, mt_reach_status_name(rec->u.reach.status));
+		mix(h, rec->u.reach.time ^ rec->u.reach.detail ^ rec->u.reach.blocks);
+		mix(h, rec->u.reach.bytes ^ rec->u.reach.scanned ^ rec->u.reach.ns);
+		break;
+	case MT_REC_REACH_BLOCKS: {
+		/* the reader checked them: exactly n addresses come out */
+		const uint8_t *pos = rec->u.reach_blocks.addrs;
+		uint64_t addr = 0, n = 0;
+		mix_str(h, mt_reach_class_name(rec->u.reach_blocks.cls));
+		while (mt_reach_blocks_next(rec, &pos, &addr)) {
+			mix(h, addr);
+			n++;
+		}
+		check(n == rec->u.reach_blocks.n);
+		break;
+	}
 	default:
 		break;
 	}

@@ -7,7 +7,7 @@
  * record type, realloc and mremap halves across threads, munmap splits,
  * fork seeding, exec, a claimed but unwritten chunk, a cut file, the TSC
  * clock, unknown record types and padded lengths, CUDA kinds, names that
- * are not UTF-8 or hold control characters.
+ * are not UTF-8 or hold control characters, the exit's reachability scan.
  *
  * The committed corpus (tests/fuzz/corpus) started from these; run this
  * again only to refresh the seeds (their names are stable: seed-*).
@@ -364,6 +364,37 @@ static void python(void)
 	save(&b, "python", b.size);
 }
 
+/*
+ * The exit's reachability scan: a root whose blocks are classified (one
+ * freed after the scan and another allocated at its address, which the
+ * scan did not see), and a forked child whose scan wanted memory.
+ */
+static void reach(void)
+{
+	static const uint64_t lost[] = {0x10000, 0x30000}, held[] = {0x20000}, maybe[] = {0x40000},
+	                      gone[] = {0x50000};
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 960, 960, 10);
+	tb_process(&b, 10, 960, 1, MT_ORIGIN_ROOT, 0, "/r", "r", 1);
+	for (unsigned i = 0; i < 5; i++)
+		tb_alloc(&b, 11 + i, MT_FN_MALLOC, 0x10000 * (i + 1), 48 * (i + 1), 0);
+	tb_reach(&b, 30, MT_REACH_DONE, 0, 5, 720, 65536, 1234);
+	tb_reach_blocks(&b, MT_REACH_DEFINITE, 2, lost);
+	tb_reach_blocks(&b, MT_REACH_REACHABLE, 1, held);
+	tb_reach_blocks(&b, MT_REACH_POSSIBLE, 1, maybe);
+	tb_reach_blocks(&b, MT_REACH_INDIRECT, 1, gone);
+	tb_free(&b, 31, 0x50000);
+	tb_alloc(&b, 32, MT_FN_MALLOC, 0x50000, 16, 0);
+	tb_exit(&b, 33, MT_EXIT_EXIT, 0);
+	tb_chunk(&b, 2, 961, 961, 20);
+	tb_process(&b, 20, 961, 960, MT_ORIGIN_FORK, 1, "/r", "r", 1);
+	tb_reach(&b, 25, MT_REACH_NO_MEMORY, 1 << 30, 0, 0, 0, 0);
+	tb_exit(&b, 26, MT_EXIT_MAIN_RETURN, 0);
+	save(&b, "reach", b.size);
+}
+
 /* A trace cut inside its last chunk, and one that is only the file header. */
 static void cut(void)
 {
@@ -396,5 +427,6 @@ int main(int argc, char **argv)
 	cuda();
 	names();
 	python();
+	reach();
 	return failed;
 }

@@ -2,7 +2,8 @@
 /*
  * Writes a small known trace for the command-line tests (test-cli.py):
  * `make-trace SCENARIO FILE`. Scenarios: good (a root that exits 3 and
- * leaves 300 bytes, a child forked before its last free and killed), cut (good, cut inside
+ * leaves 300 bytes, 200 of them definite and 100 reachable by its exit's
+ * scan, a child forked before its last free and killed), cut (good, cut inside
  * its last chunk), newer (a header of the next version).
  *
  * May not: be installed; it is a test fixture.
@@ -29,6 +30,9 @@ int main(int argc, char **argv)
 	tb_free(&b, 2000400, 0x30000);
 	tb_mmap(&b, 2000500, 0x7f0000000000, 16384, 0);
 	tb_munmap(&b, 2000600, 0x7f0000001000, 4096);
+	tb_reach(&b, 2000650, MT_REACH_DONE, 0, 2, 300, 8192, 40000);
+	tb_reach_blocks(&b, MT_REACH_DEFINITE, 1, (const uint64_t[]){0x20000});
+	tb_reach_blocks(&b, MT_REACH_REACHABLE, 1, (const uint64_t[]){0x10000});
 	tb_exit(&b, 2000700, MT_EXIT_EXIT, 3);
 	tb_chunk(&b, 2, 4243, 4243, 2000350);
 	tb_process(&b, 2000350, 4243, 4242, MT_ORIGIN_FORK, 1, "/bin/prog", "prog", 4);

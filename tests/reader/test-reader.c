@@ -63,6 +63,8 @@ static int read_all(const uint8_t *data, size_t size, uint64_t *records, struct 
 static const uint64_t frames[] = {0x401234, 0x401000, 0x7f0000001000, 0x400fff};
 static const uint64_t py[] = {9 << 1, 0 << 1 | MT_PYFRAME_ENTRY};
 static const uint64_t py_lasti[] = {300, 0};
+/* a REACH_BLOCKS record's addresses: up, down (a negative delta), and far up */
+static const uint64_t reached[] = {0x55550100, 0x55540000, 0x7ffff7a00010};
 
 /* One record of each type in one chunk; returns their offsets in off[type]. */
 static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
@@ -115,6 +117,8 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_PYCODE] =
 	        tb_pycode(b, 9, 0x30b, 12, "/lib/a.py", "Outer.run", "\x80\x00\xd8", 3);
 	off[MT_REC_PYSTACK] = tb_pystack(b, 5, 2, py, py_lasti);
+	off[MT_REC_REACH] = tb_reach(b, 5000170, MT_REACH_DONE, 0, 3, 1200, 1 << 20, 450000);
+	off[MT_REC_REACH_BLOCKS] = tb_reach_blocks(b, MT_REACH_INDIRECT, 3, reached);
 }
 
 static void test_every_type(void)
@@ -267,6 +271,28 @@ static void test_every_type(void)
 			CHECK(!memcmp(rec.u.exec.path.data, "/bin/static prog", 16));
 			CHECK_EQ(rec.time, 5000160);
 			break;
+		case MT_REC_REACH:
+			CHECK_EQ(rec.u.reach.time, 5000170);
+			CHECK_EQ(rec.time, 5000160); /* a whole time: the register stays */
+			CHECK_EQ(rec.u.reach.status, MT_REACH_DONE);
+			CHECK_EQ(rec.u.reach.detail, 0);
+			CHECK_EQ(rec.u.reach.blocks, 3);
+			CHECK_EQ(rec.u.reach.bytes, 1200);
+			CHECK_EQ(rec.u.reach.scanned, 1 << 20);
+			CHECK_EQ(rec.u.reach.ns, 450000);
+			break;
+		case MT_REC_REACH_BLOCKS: {
+			const uint8_t *pos = rec.u.reach_blocks.addrs;
+			uint64_t addr = 0;
+			CHECK_EQ(rec.u.reach_blocks.cls, MT_REACH_INDIRECT);
+			CHECK_EQ(rec.u.reach_blocks.n, 3);
+			for (int i = 0; i < 3; i++) {
+				CHECK(mt_reach_blocks_next(&rec, &pos, &addr));
+				CHECK_EQ(addr, reached[i]);
+			}
+			CHECK(!mt_reach_blocks_next(&rec, &pos, &addr));
+			break;
+		}
 		}
 	}
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
@@ -785,6 +811,65 @@ static void test_clock_fit(void)
 	tb_free_buf(&b);
 }
 
+/*
+ * REACH and REACH_BLOCKS leave the chunk's registers alone (a reader that
+ * skips them reads on right); a class that does not exist, or fewer
+ * addresses than the record says, is an error at the record.
+ */
+static void test_reach_records(void)
+{
+	static const uint64_t two[] = {0x9000, 0x8000};
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_cursor c;
+	struct mt_trace t;
+	size_t at;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_alloc(&b, 1001, MT_FN_MALLOC, 0x5000, 10, 0);
+	tb_reach(&b, 2000, MT_REACH_DONE, 0, 1, 10, 4096, 77);
+	tb_reach_blocks(&b, MT_REACH_DEFINITE, 2, two);
+	tb_free(&b, 1002, 0x5000); /* its address is a delta of 0 on the chunk's register */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.type, MT_REC_FREE);
+	CHECK_EQ(rec.time, 1002);
+	CHECK_EQ(rec.u.free.addr, 0x5000);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	at = tb_reach_blocks(&b, 5, 2, two);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "REACH_BLOCKS record of class 5, which does not exist");
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_u(&b, MT_REACH_REACHABLE);
+	tb_u(&b, 3); /* three addresses said, two written */
+	tb_u(&b, mt_zigzag(0x9000));
+	tb_u(&b, mt_zigzag(-0x1000));
+	at = tb_end(&b, MT_REC_REACH_BLOCKS);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, at);
+	CHECK_STR(err.message, "REACH_BLOCKS record: field 5 is cut off by the record's length or "
+	                       "is not a valid varint");
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 int main(void)
 {
 	test_clock_fit();
@@ -795,6 +880,7 @@ int main(void)
 	test_zero_type_and_unused_chunks();
 	test_corrupt_records();
 	test_python_frames();
+	test_reach_records();
 	test_random_damage();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);

@@ -278,3 +278,29 @@ size_t tb_exec(struct tb *b, uint64_t t, const char *path)
 	tb_str(b, path, strlen(path));
 	return tb_end(b, MT_REC_EXEC);
 }
+
+size_t tb_reach(struct tb *b, uint64_t time, unsigned status, uint64_t detail, uint64_t blocks,
+                uint64_t bytes, uint64_t scanned, uint64_t ns)
+{
+	tb_u(b, time);
+	tb_u(b, status);
+	tb_u(b, detail);
+	tb_u(b, blocks);
+	tb_u(b, bytes);
+	tb_u(b, scanned);
+	tb_u(b, ns);
+	return tb_end(b, MT_REC_REACH);
+}
+
+size_t tb_reach_blocks(struct tb *b, unsigned cls, uint32_t n, const uint64_t *addr)
+{
+	uint64_t prev = 0;
+
+	tb_u(b, cls);
+	tb_u(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		tb_u(b, mt_zigzag((int64_t)(addr[i] - prev)));
+		prev = addr[i];
+	}
+	return tb_end(b, MT_REC_REACH_BLOCKS);
+}

@@ -65,5 +65,10 @@ size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
 size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n);
 size_t tb_mark(struct tb *b, uint64_t t, const char *label);
 size_t tb_exec(struct tb *b, uint64_t t, const char *path);
+/* A REACH: the scan at `time` (whole ticks), its status and figures. */
+size_t tb_reach(struct tb *b, uint64_t time, unsigned status, uint64_t detail, uint64_t blocks,
+                uint64_t bytes, uint64_t scanned, uint64_t ns);
+/* A REACH_BLOCKS of class cls naming addr[0..n), deltas on the record's own register. */
+size_t tb_reach_blocks(struct tb *b, unsigned cls, uint32_t n, const uint64_t *addr);
 
 #endif
