@@ -75,12 +75,25 @@ def nonzero(classes):
     return {cls: tuple(v) for cls, v in classes.items() if tuple(v) != (0, 0)}
 
 
-def plain_env(extra=None):
-    """The test's environment without MALLOC_PERTURB_, which meson sets: glibc's free
-    would then overwrite a freed block, and with it the stale pointers a scan must
-    not take for roots (valgrind's own malloc ignores it)."""
+def tool_env(extra, own):
+    """The environment of a run: the test's, without MALLOC_PERTURB_ (meson sets it:
+    glibc's free would then overwrite a freed block, and with it the stale pointers a
+    scan must not take for roots; valgrind's malloc ignores it), with every variable
+    either tool adds, so that the program sees as many under both. Programs copy their
+    environment (git's setenv reallocs glibc's array of its pointers: 8 bytes a
+    variable). Debian's valgrind is a shell script that sets LD_LIBRARY_PATH,
+    GLIBCPP_FORCE_NEW and GLIBCXX_FORCE_NEW (its shell exports PWD), then valgrind
+    LD_PRELOAD; `memtrace run` sets LD_PRELOAD, MEMTRACE_OUTPUT and CUDA_INJECTION64_PATH
+    (an existing one kept: an empty one loads nothing here), its preload
+    MEMTRACE_TREE. OWN: what the tool itself does not set."""
     env = dict(os.environ)
-    env.pop("MALLOC_PERTURB_", None)
+    for name in ("MALLOC_PERTURB_", "LD_PRELOAD", "MEMTRACE_TREE"):
+        env.pop(name, None)
+    env.setdefault("PWD", os.getcwd())
+    env.setdefault("LD_LIBRARY_PATH", "/nonexistent")
+    env.update({"GLIBCPP_FORCE_NEW": "1", "GLIBCXX_FORCE_NEW": "1", "CUDA_INJECTION64_PATH": "",
+                "MEMTRACE_OUTPUT": "/nonexistent/trace.bin"})
+    env.update(own)
     env.update(extra or {})
     return env
 
@@ -88,7 +101,8 @@ def plain_env(extra=None):
 def valgrind(argv, env=None, cwd=None, stdin=None, timeout=120):
     d = workdir()
     log = os.path.join(d, "valgrind.log")
-    out = run(VALGRIND + ["--log-file=" + log, "--"] + argv, env=plain_env(env), cwd=cwd,
+    own = {"MEMTRACE_TREE": "0:0:/nonexistent/trace.bin"}
+    out = run(VALGRIND + ["--log-file=" + log, "--"] + argv, env=tool_env(env, own), cwd=cwd,
               stdin=stdin, timeout=timeout)
     with open(log) as f:
         text = f.read()
@@ -117,8 +131,8 @@ def valgrind(argv, env=None, cwd=None, stdin=None, timeout=120):
 
 
 def memtrace_trace(argv, trace, env=None, cwd=None, stdin=None, timeout=120):
-    out = run([BIN, "run", "-o", trace, "--"] + argv, env=plain_env(env), cwd=cwd, stdin=stdin,
-              timeout=timeout)
+    out = run([BIN, "run", "-o", trace, "--"] + argv, env=tool_env(env, {}), cwd=cwd,
+              stdin=stdin, timeout=timeout)
     check(os.path.exists(trace), f"memtrace run left no trace: {out.stderr.decode()[-2000:]}")
     return out
 
