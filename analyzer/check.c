@@ -6,6 +6,12 @@
  * stacks may not exceed --max-leaked, 0 by default as LeakSanitizer fails
  * on any leak; the peak may not exceed --max-peak, unlimited by default.
  *
+ * Leaked bytes are those of the classes counted (reach.h): definite and
+ * indirect, as LeakSanitizer, and unclassified, what no scan judged (a
+ * killed process's blocks, a GPU kind's), so that a gate never passes on
+ * what it could not see; --count-possible and --count-reachable add those
+ * classes (the latter: every live block).
+ *
  * Suppressions are LeakSanitizer's: `leak:PATTERN` lines, `#` comments. A
  * pattern matches a frame when it matches its function, its source file
  * or its module path: `*` is any run of characters, a leading `^` and a
@@ -237,11 +243,44 @@ static bool limit_of(const struct limit *l, enum mt_kind k, uint64_t *out)
 
 struct gate {
 	struct limit leaked, peak;
+	bool counted[MT_LEAK_CLASS_COUNT];
 	struct suppressions sup;
 	struct mt_sym *syms;
 	uint64_t suppressed_bytes, suppressed_blocks;
+	struct mt_leak_count uncounted[MT_LEAK_CLASS_COUNT]; /* live in the classes not counted */
 	unsigned failures;
 };
+
+/* The row's bytes and blocks of the classes counted, in place of all it leaked. */
+static struct mt_stack_row counted_row(const struct gate *g, const struct mt_stack_row *r)
+{
+	struct mt_stack_row c = *r;
+
+	c.leaked_bytes = c.leaked_blocks = 0;
+	for (int i = 0; i < MT_LEAK_CLASS_COUNT; i++) {
+		if (!g->counted[i])
+			continue;
+		c.leaked_bytes += r->reach[i].bytes;
+		c.leaked_blocks += r->reach[i].blocks;
+	}
+	return c;
+}
+
+/* " (definite + indirect)": what a classified kind's figure is made of. */
+static void print_counted(const struct gate *g, const struct mt_kind_result *k)
+{
+	const char *sep = " (";
+
+	if (!k->classified)
+		return;
+	for (int i = 0; i < MT_LEAK_CLASS_COUNT; i++) {
+		if (!g->counted[i] || (i == MT_LEAK_UNCLASSIFIED && !k->leak_kinds[i].blocks))
+			continue;
+		printf("%s%s", sep, mt_leak_class_name((enum mt_leak_class)i));
+		sep = " + ";
+	}
+	putchar(')');
+}
 
 static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_process_result *p,
                        enum mt_kind kind)
@@ -262,9 +301,16 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 	}
 	/* the leaking stacks that no suppression covers, largest first */
 	for (size_t i = 0; i < nstacks; i++) {
-		const struct mt_stack_row *r = &stacks[i];
+		struct mt_stack_row c = counted_row(g, &stacks[i]);
+		const struct mt_stack_row *r = &c;
 		int nf;
 		long s;
+		for (int j = 0; j < MT_LEAK_CLASS_COUNT; j++) {
+			if (g->counted[j])
+				continue;
+			g->uncounted[j].bytes += stacks[i].reach[j].bytes;
+			g->uncounted[j].blocks += stacks[i].reach[j].blocks;
+		}
 		if (!r->leaked_bytes && !r->leaked_blocks)
 			continue;
 		nf = mt_analysis_native_frames(a, r->stack_instance, r->stack, g->syms, MAX_FRAMES);
@@ -297,9 +343,11 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		mt_size_text(b2, sizeof(b2), max_leaked);
 		printf("memtrace check: process %u (", p->in->pid);
 		mt_put_text(stdout, mt_cmd_command(p->in));
-		printf("): %s %s %s in %" PRIu64 " block%s, more than %s\n", mt_kind_name(kind),
+		printf("): %s %s %s in %" PRIu64 " block%s", mt_kind_name(kind),
 		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
-		       blocks == 1 ? "" : "s", b2);
+		       blocks == 1 ? "" : "s");
+		print_counted(g, k);
+		printf(", more than %s\n", b2);
 		mt_stack_rows_sort(rows, n, MT_METRIC_LEAKED);
 		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
 			int nf = mt_analysis_frames(a, rows[i].stack_instance, rows[i].stack,
@@ -339,7 +387,12 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace check [--max-leaked [KIND=]BYTES] [--max-peak [KIND=]BYTES]\n"
+	      "                      [--count-possible] [--count-reachable]\n"
 	      "                      [--suppressions FILE] [--native] FILE\n"
+	      "  --max-leaked counts the blocks the exit's scan found lost (definite, indirect)\n"
+	      "  and those no scan judged (a killed process's, a GPU kind's: unclassified);\n"
+	      "  --count-possible adds the possibly lost, --count-reachable the still reachable\n"
+	      "  (then every live block counts). docs/reachability.md\n"
 	      "  --native keeps every native stack apart instead of grouping by the Python stack.\n"
 	      "  BYTES may end in K, M, G (powers of 1024); --max-leaked is 0 unless given.\n"
 	      "  A limit applies to each memory kind apart; KIND= (host, mmap, cuda-host,\n"
@@ -390,6 +443,8 @@ int mt_cmd_check(int argc, char **argv)
 	char whybuf[160];
 	const char *why;
 
+	g.counted[MT_LEAK_DEFINITE] = g.counted[MT_LEAK_INDIRECT] = true;
+	g.counted[MT_LEAK_UNCLASSIFIED] = true;
 	for (int i = 0; i < argc; i++) {
 		bool leaked = !strcmp(argv[i], "--max-leaked"),
 		     peak = !strcmp(argv[i], "--max-peak");
@@ -417,6 +472,10 @@ int mt_cmd_check(int argc, char **argv)
 				l->all = v, l->have_all = true;
 		} else if (!strcmp(argv[i], "--native")) {
 			native = true;
+		} else if (!strcmp(argv[i], "--count-possible")) {
+			g.counted[MT_LEAK_POSSIBLE] = true;
+		} else if (!strcmp(argv[i], "--count-reachable")) {
+			g.counted[MT_LEAK_REACHABLE] = true;
 		} else if (!strcmp(argv[i], "--suppressions") && i + 1 < argc) {
 			if (read_suppressions(&g.sup, argv[++i]))
 				goto out;
@@ -466,6 +525,14 @@ int mt_cmd_check(int argc, char **argv)
 	}
 	if (g.suppressed_blocks)
 		printf(", %s in %" PRIu64 " blocks suppressed", b1, g.suppressed_blocks);
+	for (int c = 0, first = 1; c < MT_LEAK_CLASS_COUNT; c++) {
+		if (!g.uncounted[c].blocks)
+			continue;
+		mt_size_text(b1, sizeof(b1), g.uncounted[c].bytes);
+		printf("%s%s %s in %" PRIu64, first ? "; not counted: " : ", ",
+		       mt_leak_class_name((enum mt_leak_class)c), b1, g.uncounted[c].blocks);
+		first = 0;
+	}
 	putchar('\n');
 out:
 	mt_analysis_free(a);

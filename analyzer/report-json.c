@@ -96,6 +96,8 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	if (n > 0)
 		mt_cmd_label_text(label, sizeof(label), syms, n);
 	json_object_set_new(o, "label", n > 0 ? json_string(label) : json_null());
+	/* a leak stack's split (stacks_json); every STACK has the key */
+	json_object_set_new(o, "reachability", json_null());
 	return o;
 }
 

@@ -82,12 +82,14 @@ with tempfile.TemporaryDirectory() as d:
 # docs/json-report.md
 PROCESS = {"pid", "ppid", "instance", "parent_instance", "origin", "command", "exe", "end", "stop_errno",
            "exit_status", "exit_how", "exec_path", "threads", "events", "lost_stack_events", "memories",
-           "diagnosis"}
+           "diagnosis", "reachability_scan"}
 KIND = {"allocations", "frees", "bytes_allocated", "temporary_allocations", "peak_bytes", "peak_blocks",
         "peak_time_ns", "leaked_bytes", "leaked_blocks", "live_at_end_bytes", "live_at_end_blocks",
         "inherited_bytes", "inherited_blocks", "unknown_frees", "failed_allocations", "peak_stacks",
-        "peak_stacks_total", "leak_stacks", "leak_stacks_total", "failures", "histogram"}
-STACK = {"bytes", "blocks", "allocations", "temporary", "stack", "stack_instance", "frames", "label"}
+        "peak_stacks_total", "leak_stacks", "leak_stacks_total", "failures", "histogram", "leak_kinds",
+        "leak_kinds_missing"}
+STACK = {"bytes", "blocks", "allocations", "temporary", "stack", "stack_instance", "frames", "label",
+         "reachability"}
 FRAME = {"function", "file", "line", "module", "address", "offset", "inlined"}
 
 
@@ -131,7 +133,8 @@ with tempfile.TemporaryDirectory() as d:
     failures = procs[0]["memories"]["host"]["failures"]
     check([f["stack"] for f in failures] == [
         {"bytes": 1 << 30, "blocks": 0, "allocations": 1, "temporary": 0, "stack": 1, "stack_instance": 1,
-         "frames": frames, "label": "libcaf\\xe9.so+0x100"}], f"report --json failure stack: {failures}")
+         "frames": frames, "label": "libcaf\\xe9.so+0x100",
+         "reachability": None}], f"report --json failure stack: {failures}")
     check([[(st["bytes"], st["blocks"], st["allocations"]) for st in f["top_stacks"]] for f in failures]
           == [[(100, 1, 1)]], f"report --json failure top_stacks: {failures}")
     r = run("dump", "--summary", "--json", trace)

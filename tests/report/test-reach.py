@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: MIT
+"""Leak classes end to end (docs/reachability.md): programs/reach-classes,
+run by `memtrace run` under the real preload, leaves 100 B reachable from a
+global, 200 B dropped (definite), a list of 3 nodes of 48 B whose head is
+dropped (48 B definite, 96 B indirect) and 64 B held by an interior pointer
+(possible). The JSON split to the byte and block, per kind and per stack;
+the text report's leak line and stack order; check's exit status with and
+without --count-possible and --count-reachable; and the same program
+killed, and with the scan turned off, counted whole as before."""
+import json
+import os
+import re
+import shutil
+
+from harness import BIN, check, main, run, workdir
+
+PROGRAM = os.path.join(os.environ["MEMTRACE_REPORT_PROGRAMS"], "reach-classes")
+
+
+def traced(mode, extra_env=None):
+    """The trace of one run, and the directory that holds it."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    env = dict(os.environ)
+    env.pop("MEMTRACE_REACHABILITY", None)
+    env.update(extra_env or {})
+    r = run([BIN, "run", "-o", trace, "--", PROGRAM, mode], env=env)
+    check(r.returncode == (-9 if mode == "kill" else 0),
+          f"memtrace run reach-classes {mode}: {r.returncode} {r.stderr.decode()}")
+    return d, trace
+
+
+def report_json(trace):
+    r = run([BIN, "report", "--json", trace])
+    check(r.returncode == 0, f"memtrace report --json: {r.returncode} {r.stderr.decode()}")
+    (proc,) = json.loads(r.stdout)["processes"]
+    return proc
+
+
+def split(**c):
+    """A leak_kinds object: every class, 0 where not given."""
+    return {k: {"bytes": c.get(k, (0, 0))[0], "blocks": c.get(k, (0, 0))[1]}
+            for k in ("definite", "indirect", "possible", "reachable", "unclassified")}
+
+
+ALL = split(definite=(248, 2), indirect=(96, 2), possible=(64, 1), reachable=(100, 1))
+BY_LABEL = {
+    "lose_block": split(definite=(200, 1)),
+    "new_node": split(definite=(48, 1), indirect=(96, 2)),
+    "keep_interior": split(possible=(64, 1)),
+    "keep_cache": split(reachable=(100, 1)),
+}
+
+
+def check_status(trace, args, want):
+    r = run([BIN, "check", *args, trace])
+    check(r.returncode == want,
+          f"check {' '.join(args)} exits {r.returncode}, not {want}:\n{r.stdout.decode()}")
+    return r.stdout.decode()
+
+
+def test_classes():
+    d, trace = traced("exit")
+    proc = report_json(trace)
+    host = proc["memories"]["host"]
+    check(host["leaked_bytes"] == 508 and host["leaked_blocks"] == 6,
+          f"leaked {host['leaked_bytes']} B in {host['leaked_blocks']}")
+    check(host["leak_kinds"] == ALL, f"leak_kinds {host['leak_kinds']}")
+    check(host["leak_kinds_missing"] is None, f"leak_kinds_missing {host['leak_kinds_missing']}")
+    scan = proc["reachability_scan"]
+    check(scan is not None and scan["status"] == "done" and scan["detail"] == 0
+          and scan["blocks"] == 6 and scan["bytes"] == 508 and scan["scanned_bytes"] > 508,
+          f"reachability_scan {scan}")
+    got = [(re.match(r"\w+", s["label"])[0], s["bytes"], s["blocks"], s["reachability"])
+           for s in host["leak_stacks"]]
+    want = [(label, sum(c["bytes"] for c in kinds.values()), sum(c["blocks"] for c in kinds.values()),
+             kinds) for label, kinds in BY_LABEL.items()]
+    check(got == want, f"leak_stacks:\n{got}\nwant\n{want}")
+    mmap = proc["memories"]["mmap"]
+    check(mmap["leak_kinds"] is None
+          and mmap["leak_kinds_missing"] == "not a malloc-family kind: only malloc's blocks are classified",
+          f"mmap: {mmap['leak_kinds']} {mmap['leak_kinds_missing']}")
+
+    r = run([BIN, "report", trace])
+    check(r.returncode == 0, f"memtrace report: {r.returncode}")
+    text = r.stdout.decode()
+    check("    leaked 508 B in 6 blocks: definite 248 B in 2, indirect 96 B in 2, possible 64 B in 1, "
+          "reachable 100 B in 1\n" in text, f"the leak line:\n{text}")
+    leak_part = text[text.index("    leaked 508 B"):]
+    lines = re.findall(r"^      (\d+ B in \d+ blocks?) by (\w+) \(reach-classes\.c:\d+\) \((.*)\)$",
+                       leak_part, re.M)
+    check(lines == [("200 B in 1 block", "lose_block", "definite 200 B in 1"),
+                    ("144 B in 3 blocks", "new_node", "definite 48 B in 1, indirect 96 B in 2"),
+                    ("64 B in 1 block", "keep_interior", "possible 64 B in 1"),
+                    ("100 B in 1 block", "keep_cache", "reachable 100 B in 1")],
+          f"the leak stacks in order:\n{lines}\n{leak_part}")
+
+    # definite + indirect: 344 B; + possible 408; + reachable 444; both 508
+    out = check_status(trace, [], 1)
+    check("host leaked 344 B in 4 blocks (definite + indirect), more than 0 B" in out, out)
+    check(out.endswith("; not counted: possible 64 B in 1, reachable 100 B in 1\n"), out)
+    check_status(trace, ["--max-leaked", "344"], 0)
+    check_status(trace, ["--max-leaked", "343"], 1)
+    check_status(trace, ["--max-leaked", "344", "--count-possible"], 1)
+    out = check_status(trace, ["--max-leaked", "408", "--count-possible"], 0)
+    check(out == "memtrace check: ok: 1 process; not counted: reachable 100 B in 1\n", out)
+    check_status(trace, ["--max-leaked", "443", "--count-reachable"], 1)
+    check_status(trace, ["--max-leaked", "444", "--count-reachable"], 0)
+    out = check_status(trace, ["--max-leaked", "507", "--count-possible", "--count-reachable"], 1)
+    check("host leaked 508 B in 6 blocks (definite + indirect + possible + reachable), more than 507 B"
+          in out, out)
+    out = check_status(trace, ["--max-leaked", "508", "--count-possible", "--count-reachable"], 0)
+    check(out == "memtrace check: ok: 1 process\n", out)
+    sup = os.path.join(d, "suppressions")
+    with open(sup, "w") as f:
+        f.write("leak:lose_block\n")
+    check_status(trace, ["--max-leaked", "144", "--suppressions", sup], 0)
+    check_status(trace, ["--max-leaked", "143", "--suppressions", sup], 1)
+    shutil.rmtree(d)
+
+
+def unclassified(mode, env, why):
+    """Every live block counted, as before the scan, and the reason given."""
+    d, trace = traced(mode, env)
+    proc = report_json(trace)
+    host = proc["memories"]["host"]
+    check(host["leaked_bytes"] == 508 and host["leak_kinds"] is None
+          and host["leak_kinds_missing"] == why,
+          f"{mode}: {host['leaked_bytes']} {host['leak_kinds']} {host['leak_kinds_missing']}")
+    check(all(s["reachability"] is None for s in host["leak_stacks"]), f"{mode}: {host['leak_stacks']}")
+    text = run([BIN, "report", trace]).stdout.decode()
+    check(f"in 6 blocks\n      not classified: {why}\n" in text, f"{mode}: the report says\n{text}")
+    check_status(trace, ["--max-leaked", "507"], 1)
+    check_status(trace, ["--max-leaked", "508"], 0)
+    shutil.rmtree(d)
+    return proc
+
+
+def test_killed():
+    proc = unclassified("kill", None, "killed")
+    check(proc["reachability_scan"] is None, f"killed: {proc['reachability_scan']}")
+
+
+def test_off():
+    proc = unclassified("exit", {"MEMTRACE_REACHABILITY": "0"}, "turned off (MEMTRACE_REACHABILITY=0)")
+    scan = proc["reachability_scan"]
+    check(scan is not None and scan["status"] == "off", f"off: {scan}")
+
+
+main({"classes": test_classes, "killed": test_killed, "off": test_off})
