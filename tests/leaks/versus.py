@@ -43,11 +43,12 @@ FRAME_LINE = re.compile(r"==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (\S+)")
 
 
 class Run:
-    def __init__(self, classes, records, stdout, returncode):
+    def __init__(self, classes, records, out, trace=None):
         self.classes = classes
         self.records = records
-        self.stdout = stdout
-        self.returncode = returncode
+        self.stdout = out.stdout
+        self.returncode = out.returncode
+        self.trace = trace
 
     def by_function(self, function):
         """The classes of the blocks whose allocation stack names FUNCTION."""
@@ -115,8 +116,8 @@ def valgrind(argv, env=None, cwd=None, stdin=None, timeout=120):
             continue
         m = RECORD_LINE.match(line)
         if m:
-            own = m.group(2) or m.group(1)
-            current = (VALGRIND_CLASS[m.group(4)], number(own), number(m.group(3)), set())
+            direct = m.group(2) or m.group(1)
+            current = (VALGRIND_CLASS[m.group(4)], number(direct), number(m.group(3)), set())
             records.append(current)
             continue
         m = FRAME_LINE.match(line)
@@ -127,14 +128,7 @@ def valgrind(argv, env=None, cwd=None, stdin=None, timeout=120):
     # with no block live at exit valgrind prints no summary
     check(classes or "All heap blocks were freed" in text,
           f"no LEAK SUMMARY from valgrind on {argv}:\n{text[-3000:]}")
-    return Run(nonzero(classes), records, out.stdout, out.returncode)
-
-
-def memtrace_trace(argv, trace, env=None, cwd=None, stdin=None, timeout=120):
-    out = run([BIN, "run", "-o", trace, "--"] + argv, env=tool_env(env, {}), cwd=cwd,
-              stdin=stdin, timeout=timeout)
-    check(os.path.exists(trace), f"memtrace run left no trace: {out.stderr.decode()[-2000:]}")
-    return out
+    return Run(nonzero(classes), records, out)
 
 
 def memtrace_classes(trace):
@@ -156,13 +150,13 @@ def memtrace_classes(trace):
 
 
 def memtrace(argv, env=None, cwd=None, stdin=None, timeout=120):
-    d = workdir()
-    trace = os.path.join(d, "trace.bin")
-    out = memtrace_trace(argv, trace, env=env, cwd=cwd, stdin=stdin, timeout=timeout)
+    """The run's classes; its trace is left in a folder of its own for `memtrace check`."""
+    trace = os.path.join(workdir(), "trace.bin")
+    out = run([BIN, "run", "-o", trace, "--"] + argv, env=tool_env(env, {}), cwd=cwd,
+              stdin=stdin, timeout=timeout)
+    check(os.path.exists(trace), f"memtrace run left no trace: {out.stderr.decode()[-2000:]}")
     classes, records = memtrace_classes(trace)
-    result = Run(classes, records, out.stdout, out.returncode)
-    result.trace = trace
-    return result
+    return Run(classes, records, out, trace)
 
 
 def check_exit(trace, args):
