@@ -38,16 +38,16 @@ bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t
 		*to = in->marks[in->nmarks - 1].time;
 		return *to > *from;
 	}
-	if (in->end_time <= in->start_time)
+	if (in->program_end <= in->start_time)
 		return false;
-	life = in->end_time - in->start_time;
+	life = in->program_end - in->start_time;
 	*from = in->start_time + life / 4;
 	/*
 	 * The end: the last sample before the final fall of the bytes traced
 	 * live, looked for in the last fifth of the life only: a program whose
 	 * main work frees (and then holds what is left) is not tearing down.
 	 */
-	tail = in->end_time - life / TEARDOWN_PART;
+	tail = in->program_end - life / TEARDOWN_PART;
 	if (tail < *from)
 		tail = *from;
 	for (uint64_t i = 0; i < in->nsamples; i++) {

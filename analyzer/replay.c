@@ -390,6 +390,9 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 		in->exit_how = (uint32_t)rec->u.exit.how;
 		in->exit_status = (uint32_t)rec->u.exit.status;
 		return 0;
+	case MT_REC_REACH:
+		in->program_end = rec->u.reach.time;
+		return 0;
 	case MT_REC_LOST:
 		if (rec->u.lost.reason == MT_LOST_STACK_TABLE_FULL)
 			in->lost_stack_events += rec->u.lost.count;
@@ -1272,7 +1275,9 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 
 	p->fit = &r->fit;
 	p->even_start = in->have_process ? in->start_time : p->first_time;
-	p->even_end = in->end_time > p->even_start ? in->end_time : p->even_start;
+	if (!in->program_end || in->program_end > in->end_time)
+		in->program_end = in->end_time;
+	p->even_end = in->program_end > p->even_start ? in->program_end : p->even_start;
 	in->series.marks = in->marks_total >= MT_GROWTH_WINDOWS;
 	in->series.n = in->series.marks ? in->marks_total : MT_EVEN_CHECKPOINTS;
 	in->series.start_ns = mt_clock_ns(&r->fit, p->even_start);

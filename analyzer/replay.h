@@ -177,8 +177,16 @@ struct mt_instance {
 	uint32_t exit_how, exit_status;
 	char *exec_path;   /* ended by exec (see end): the program the EXEC record names */
 	uint64_t end_time; /* the EXIT record's time, or the last record's */
-	uint64_t records;  /* records of all kinds in this instance's chunks */
-	uint64_t events;   /* ALLOC .. MREMAP records */
+	/*
+	 * Where the program's own run ended: the moment of the exit's
+	 * reachability scan (REACH), after which only memtrace worked (a scan
+	 * of 100 MiB of blocks takes 50-150 ms, which the growth series and
+	 * the steady phase must not take for a flat end of the program's);
+	 * end_time without one. Set by mt_replay_run.
+	 */
+	uint64_t program_end;
+	uint64_t records; /* records of all kinds in this instance's chunks */
+	uint64_t events;  /* ALLOC .. MREMAP records */
 	uint64_t chunks;
 	uint32_t threads;
 	struct mt_kind_stats kind[MT_KIND_COUNT];
