@@ -67,6 +67,13 @@ bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t
 	return any && *to > *from;
 }
 
+uint64_t mt_sample_anon(const struct mt_sample_point *s)
+{
+	uint64_t rss = s->values[MT_SAMPLE_RSS], file = s->values[MT_SAMPLE_RSS_FILE];
+
+	return file && file <= rss ? rss - file : rss;
+}
+
 /* One moment of the series: x is the mark index or ns into the steady part. */
 struct point {
 	double x, rss, live, free;
@@ -110,8 +117,7 @@ static struct line fit(const struct point *p, size_t n, enum field field)
 
 static struct point point_of(const struct mt_sample_point *s, double x)
 {
-	return (struct point){x, (double)s->values[MT_SAMPLE_RSS],
-	                      (double)(s->live_host + s->live_mmap),
+	return (struct point){x, (double)mt_sample_anon(s), (double)(s->live_host + s->live_mmap),
 	                      (double)s->values[MT_SAMPLE_HEAP_FREE]};
 }
 
@@ -226,7 +232,8 @@ static void rss_grows_not_live(struct mt_diagnosis *d, const struct mt_instance 
 	else
 		snprintf(span, sizeof(span), "over the steady part of the run");
 	snprintf(x->text, sizeof(x->text),
-	         "RSS grew %s%s %s while the bytes traced live (heap and mmap) grew %s%s; the "
+	         "anonymous RSS grew %s%s %s while the bytes traced live (heap and mmap) grew "
+	         "%s%s; the "
 	         "heap's free bytes grew %s%s%s",
 	         rss, unit, span, live, unit, hfree, unit, raise);
 	if (freed * 2 >= unexplained)

@@ -30,6 +30,13 @@
 bool mt_heap_steady_phase(const struct mt_instance *in, uint64_t *from, uint64_t *to);
 
 /*
+ * A sample's anonymous RSS: RSS less its file-backed and shared part (code
+ * paged in as a program imports more of it is no heap growth); all of RSS
+ * in a trace without the split.
+ */
+uint64_t mt_sample_anon(const struct mt_sample_point *s);
+
+/*
  * Chooses the moment d->frag is of, fills in its figures and judges
  * rss-above-live there (the first of the findings over the sampler's series).
  */

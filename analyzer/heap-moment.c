@@ -18,14 +18,6 @@
 /* Below this, RSS above what is traced is the ordinary slack of any process. */
 #define GAP_MIN (16 * MIB)
 
-/* RSS less its file-backed part; all of it in a trace without the split. */
-static uint64_t anon_of(const struct mt_sample_point *s)
-{
-	uint64_t rss = s->values[MT_SAMPLE_RSS], file = s->values[MT_SAMPLE_RSS_FILE];
-
-	return file && file <= rss ? rss - file : rss;
-}
-
 /*
  * The most bytes traced live (host and mmap) from samples[i] to the end:
  * from the most live around that sample (mt_sample_point.traced_max), as RSS
@@ -48,7 +40,7 @@ static uint64_t live_ahead(const struct mt_instance *in, uint64_t i)
 /* Anonymous RSS at samples[i] above the most the program held from then on. */
 static int64_t gap_of(const struct mt_instance *in, uint64_t i)
 {
-	return (int64_t)anon_of(&in->samples[i]) - (int64_t)live_ahead(in, i);
+	return (int64_t)mt_sample_anon(&in->samples[i]) - (int64_t)live_ahead(in, i);
 }
 
 /* The latest sample at or before samples[i] whose heap figures are of its own moment. */
@@ -209,7 +201,7 @@ void mt_heap_moment(struct mt_diagnosis *d, const struct mt_instance *in,
 	f->moment_text = m[best].text;
 	f->time = s->time;
 	f->rss = s->values[MT_SAMPLE_RSS];
-	f->rss_anon = anon_of(s);
+	f->rss_anon = mt_sample_anon(s);
 	f->rss_file = f->rss - f->rss_anon;
 	f->live_host_bytes = s->live_host;
 	f->live_mmap_bytes = s->live_mmap;
