@@ -399,6 +399,12 @@ async function sampled(browser, dir) {
   check(facts.includes('sampled capture: host figures are estimates (one allocation sampled per 64.0 KiB allocated on average; blocks over 320 KiB recorded exactly)'),
     `the page does not say the figures are estimates: "${facts}"`);
   await checkFigures(page, proc);
+  // no leak classes in sampled mode (docs/reachability.md), and the page says why
+  const host = proc.memories.host;
+  const summary = await text(page, '.process[open] details.kind[data-kind=host] > summary');
+  check(host.leaked_blocks > 0 && host.leak_kinds_missing === 'off in sampled mode: the scan needs every live block' &&
+    summary.endsWith(`leaked ${size(host.leaked_bytes)}, not classified: ${host.leak_kinds_missing}; check counts all of it`),
+    `the host summary "${summary}" does not say the report's ${host.leak_kinds_missing}`);
   check(errors.length === 0, `page errors: ${errors.join('; ')}`);
   await page.close();
 }
