@@ -16,7 +16,8 @@
 //   marks PROGRAM          samples/grows-per-step with 100 steps: 100 mark labels legible
 //   failure PROGRAM        samples/big-request: allocation-failed first, with its figure
 //   sampled PROGRAM        tests/sampling/programs/known under MEMTRACE_SAMPLING: estimates said
-//   reach PROGRAM          tests/report/programs/reach-classes: the leak classes, or why none
+//   reach PROGRAM HELLO    tests/report/programs/reach-classes: the leak classes, or why none;
+//                          tests/viewer/programs/hello-stdout: stdout's buffer said reachable
 // Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
 // node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -622,11 +623,24 @@ async function reach(browser, dir) {
     check(errors.length === 0, `${why}: page errors: ${errors.join('; ')}`);
     await page.close();
   }
+
+  // a program whose only live block is stdout's buffer: reachable, nothing for check
+  const hello = traceAndView(dir, 'hello', [programs[1]]);
+  const buffer = hello.report.processes[0].memories.host;
+  check(buffer.leaked_blocks === 1 && buffer.leak_kinds.reachable.bytes === 4096, `hello-stdout's leak_kinds ${JSON.stringify(buffer.leak_kinds)}`);
+  ({ page, errors } = await open(browser, hello.html));
+  card = await leakCard(page);
+  check(card.summary.endsWith('leaked 4.00 KiB: definite 0 B, indirect 0 B, possible 0 B, reachable 4.00 KiB; check counts 0 B'),
+    `hello-stdout: the host summary "${card.summary}"`);
+  check(card.counted === '0 B' && JSON.stringify(card.classes) === '["reachable 4.00 KiB in 1"]',
+    `hello-stdout: counted by check "${card.counted}", classes ${JSON.stringify(card.classes)}`);
+  check(errors.length === 0, `hello-stdout: page errors: ${errors.join('; ')}`);
+  await page.close();
 }
 
 const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure, sampled, reach };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch|sampled|reach PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch|sampled|reach PROGRAM... (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });
