@@ -16,6 +16,8 @@
 //   marks PROGRAM          samples/grows-per-step with 100 steps: 100 mark labels legible
 //   failure PROGRAM        samples/big-request: allocation-failed first, with its figure
 //   sampled PROGRAM        tests/sampling/programs/known under MEMTRACE_SAMPLING: estimates said
+//   reach PROGRAM HELLO    tests/report/programs/reach-classes: the leak classes, or why none;
+//                          tests/viewer/programs/hello-stdout: stdout's buffer said reachable
 // Environment: MEMTRACE_BIN, MEMTRACE_LIB (post-mortem), VIEWER_DIR (viewer/, with
 // node_modules), SCREENSHOTS (a folder), CHROMIUM (/usr/bin/chromium by default).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -398,6 +400,12 @@ async function sampled(browser, dir) {
   check(facts.includes('sampled capture: host figures are estimates (one allocation sampled per 64.0 KiB allocated on average; blocks over 320 KiB recorded exactly)'),
     `the page does not say the figures are estimates: "${facts}"`);
   await checkFigures(page, proc);
+  // no leak classes in sampled mode (docs/reachability.md), and the page says why
+  const host = proc.memories.host;
+  const summary = await text(page, '.process[open] details.kind[data-kind=host] > summary');
+  check(host.leaked_blocks > 0 && host.leak_kinds_missing === 'off in sampled mode: the scan needs every live block' &&
+    summary.endsWith(`leaked ${size(host.leaked_bytes)}, not classified: ${host.leak_kinds_missing}; check counts all of it`),
+    `the host summary "${summary}" does not say the report's ${host.leak_kinds_missing}`);
   check(errors.length === 0, `page errors: ${errors.join('; ')}`);
   await page.close();
 }
@@ -541,9 +549,98 @@ async function failure(browser, dir) {
   await page.close();
 }
 
-const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure, sampled };
+// A leak stack's or a kind's classes as the page must say them, from the report's counts.
+const CLASSES = ['definite', 'indirect', 'possible', 'reachable', 'unclassified'];
+const classesText = (reach, all) => CLASSES.filter((c) => reach[c].blocks || (all && c !== 'unclassified'))
+  .map((c) => `${c} ${size(reach[c].bytes)}${all ? '' : ` in ${exact(reach[c].blocks)}`}`).join(', ');
+
+// The host card of the first panel: its summary line, the leaked figure and its note,
+// what check counts, and the leak table's class column and bytes.
+async function leakCard(page) {
+  const card = '.process[open] details.kind[data-kind=host]';
+  const table = page.locator(`${card} .stacks`).nth(1);
+  return {
+    summary: await text(page, `${card} > summary`),
+    // the second figure: leaked, or live at death
+    note: await page.locator(`${card} dl.figures > div`).nth(1).locator('dd.note').textContent(),
+    counted: await text(page, `${card} [data-figure="counted by check"] dd`),
+    countedNote: await text(page, `${card} [data-figure="counted by check"] dd.note`),
+    title: await table.locator('h4').textContent(),
+    header: await table.locator('th').allTextContents(),
+    classes: await table.locator('td.reach').allTextContents(),
+    bytes: await table.locator('td[data-bytes]').evaluateAll((tds) => tds.map((td) => Number(td.dataset.bytes))),
+  };
+}
+
+// tests/report/programs/reach-classes (figures as tests/report/test-reach.py): the split
+// of the leaked figure and of each leak stack is the report's, and when no scan ran, why.
+async function reach(browser, dir) {
+  const KNOWN = { definite: [248, 2], indirect: [96, 2], possible: [64, 1], reachable: [100, 1], unclassified: [0, 0] };
+  const { report, html } = traceAndView(dir, 'reach', [programs[0], 'exit']);
+  const host = report.processes[0].memories.host;
+  const known = Object.fromEntries(Object.entries(KNOWN).map(([c, [bytes, blocks]]) => [c, { bytes, blocks }]));
+  check(JSON.stringify(host.leak_kinds) === JSON.stringify(known), `the report's leak_kinds ${JSON.stringify(host.leak_kinds)}`);
+  let { page, errors } = await open(browser, html);
+  let card = await leakCard(page);
+  check(card.summary.endsWith(`leaked ${size(host.leaked_bytes)}: ${classesText(host.leak_kinds, true)}; check counts 344 B`) &&
+    card.summary.endsWith('leaked 508 B: definite 248 B, indirect 96 B, possible 64 B, reachable 100 B; check counts 344 B'),
+    `the host summary "${card.summary}" is not the report's split`);
+  check(card.note === '6 blocks: definite 248 B in 2, indirect 96 B in 2, possible 64 B in 1, reachable 100 B in 1',
+    `the leaked figure's note "${card.note}"`);
+  check(card.counted === '344 B' && card.countedNote === 'definite + indirect: what memtrace check --max-leaked counts',
+    `counted by check "${card.counted}", "${card.countedNote}"`);
+  // the rows in the report's order, what check counts first, each with the report's split
+  check(card.title === 'leaked, what check counts first' && card.header.includes('class'), `the leak table's title and header: ${card.title} ${card.header}`);
+  const want = host.leak_stacks.map((s) => classesText(s.reachability, false));
+  check(JSON.stringify(card.classes) === JSON.stringify(want) &&
+    JSON.stringify(want) === JSON.stringify(['definite 200 B in 1', 'definite 48 B in 1, indirect 96 B in 2', 'possible 64 B in 1', 'reachable 100 B in 1']),
+    `the leak table's classes ${JSON.stringify(card.classes)}, the report's ${JSON.stringify(want)}`);
+  check(JSON.stringify(card.bytes) === JSON.stringify(host.leak_stacks.map((s) => s.bytes)),
+    `the leak table's bytes ${card.bytes}, the report's ${host.leak_stacks.map((s) => s.bytes)}`);
+  await page.locator('.process[open] button[data-metric=leaked]').click();
+  const heading = await text(page, '.process[open] .flame-heading');
+  check(heading.includes('every leak class together'), `the leak flame graph's heading "${heading}"`);
+  await page.locator('.process[open] details.kind[data-kind=host]').screenshot({ path: join(SHOTS, 'reach-classes.png') });
+  check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+  await page.close();
+
+  // killed: no scan, every block counted; turned off the same, with its own reason
+  const trace = join(dir, 'reach-kill.trace');
+  const run = spawnSync(BIN, ['run', '-o', trace, '--', programs[0], 'kill'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  check(run.signal === 'SIGKILL', `reach-classes kill under memtrace run ended by ${run.signal || run.status}`);
+  const unjudged = [['live at death', 'killed', view(dir, 'reach-kill', trace)],
+    ['leaked', 'turned off (MEMTRACE_REACHABILITY=0)', traceAndView(dir, 'reach-off', [programs[0], 'exit'], { MEMTRACE_REACHABILITY: '0' })]];
+  for (const [word, why, v] of unjudged) {
+    const mem = v.report.processes[0].memories.host;
+    check(mem.leak_kinds === null && mem.leak_kinds_missing === why, `${why}: the report's ${mem.leak_kinds_missing}`);
+    ({ page, errors } = await open(browser, v.html));
+    card = await leakCard(page);
+    check(card.summary.endsWith(`${word} 508 B, not classified: ${why}; check counts all of it`), `${why}: the host summary "${card.summary}"`);
+    check(card.note === `6 blocks, not classified: ${why}`, `${why}: the leaked figure's note "${card.note}"`);
+    check(card.counted === '508 B' && card.countedNote === 'all of it: no scan judged these 6 blocks',
+      `${why}: counted by check "${card.counted}", "${card.countedNote}"`);
+    check(card.title === word && !card.header.includes('class') && !card.classes.length, `${why}: the leak table ${card.title} ${card.header}`);
+    check(errors.length === 0, `${why}: page errors: ${errors.join('; ')}`);
+    await page.close();
+  }
+
+  // a program whose only live block is stdout's buffer: reachable, nothing for check
+  const hello = traceAndView(dir, 'hello', [programs[1]]);
+  const buffer = hello.report.processes[0].memories.host;
+  check(buffer.leaked_blocks === 1 && buffer.leak_kinds.reachable.bytes === 4096, `hello-stdout's leak_kinds ${JSON.stringify(buffer.leak_kinds)}`);
+  ({ page, errors } = await open(browser, hello.html));
+  card = await leakCard(page);
+  check(card.summary.endsWith('leaked 4.00 KiB: definite 0 B, indirect 0 B, possible 0 B, reachable 4.00 KiB; check counts 0 B'),
+    `hello-stdout: the host summary "${card.summary}"`);
+  check(card.counted === '0 B' && JSON.stringify(card.classes) === '["reachable 4.00 KiB in 1"]',
+    `hello-stdout: counted by check "${card.counted}", classes ${JSON.stringify(card.classes)}`);
+  check(errors.length === 0, `hello-stdout: page errors: ${errors.join('; ')}`);
+  await page.close();
+}
+
+const scenarios = { torch, sample, phases, hostile, 'gpu-standin': gpuStandin, 'post-mortem': postMortem, 'many-stacks': manyStacks, 'three-callers': threeCallers, worker, marks, failure, sampled, reach };
 if (!scenarios[scenario] || !programs.length || !BIN || !SHOTS) {
-  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch|sampled PROGRAM (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
+  console.error('usage: node test-viewer.mjs sample|phases|hostile|gpu-standin|post-mortem|many-stacks|three-callers|worker|marks|failure|torch|sampled|reach PROGRAM... (MEMTRACE_BIN, VIEWER_DIR, SCREENSHOTS set)');
   process.exit(2);
 }
 mkdirSync(SHOTS, { recursive: true });

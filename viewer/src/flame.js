@@ -172,8 +172,11 @@ export function flamePanel(data, proc, report) {
       flameData = kindData[state.metric];
       const mem = report.memories[state.kind];
       if (state.metric === 'peak') heading.textContent = `${state.kind} at its peak: ${size(mem.peak_bytes)} (${exact(mem.peak_bytes)} bytes) in ${plural(mem.peak_blocks, 'block')}`;
-      else if (state.metric === 'leaked') heading.textContent = `${state.kind} ${leakWord(report.end)}: ${size(mem.leaked_bytes)} (${exact(mem.leaked_bytes)} bytes) in ${plural(mem.leaked_blocks, 'block')}`;
-      else if (state.metric === 'allocated') heading.textContent = `${state.kind}, every allocation: ${size(mem.bytes_allocated)} (${exact(mem.bytes_allocated)} bytes) in ${plural(mem.allocations, 'allocation')}`;
+      else if (state.metric === 'leaked') {
+        heading.textContent = `${state.kind} ${leakWord(report.end)}: ${size(mem.leaked_bytes)} (${exact(mem.leaked_bytes)} bytes) in ${plural(mem.leaked_blocks, 'block')}`;
+        // the graph weighs every live block: its classes are the kind's figures below
+        if (mem.leak_kinds) heading.textContent += ', every leak class together (the split is under By memory kind)';
+      } else if (state.metric === 'allocated') heading.textContent = `${state.kind}, every allocation: ${size(mem.bytes_allocated)} (${exact(mem.bytes_allocated)} bytes) in ${plural(mem.allocations, 'allocation')}`;
       else {
         unit = 'allocations';
         heading.textContent = `${state.kind}, temporary allocations (freed before the thread's next one): ${exact(mem.temporary_allocations)}`;

@@ -30,16 +30,29 @@ export function stackList(node) {
       el('ol', { class: 'stack', start: FRAMES_SHOWN + 1 }, items.slice(FRAMES_SHOWN))));
 }
 
+// The leak classes of docs/reachability.md in the report's order, and those
+// `memtrace check --max-leaked` counts by default: what no scan judged counts.
+const CLASSES = ['definite', 'indirect', 'possible', 'reachable', 'unclassified'];
+const COUNTED = ['definite', 'indirect', 'unclassified'];
+
+// A leak stack's classes as the text report says them: "definite 48 B in 1, indirect 96 B in 2".
+function stackClasses(reach) {
+  return CLASSES.filter((c) => reach[c].blocks).map((c) => `${c} ${size(reach[c].bytes)} in ${exact(reach[c].blocks)}`).join(', ');
+}
+
 // The memory held at a failure is known by stack, not by allocation: no such column there.
-function stacksTable(title, stacks, total, allocations = true) {
+// A leak table of a classified kind has each stack's classes, in the order the report ranks them.
+function stacksTable(title, stacks, total, { allocations = true, classes = false } = {}) {
   if (!stacks.length) return null;
   return el('div', { class: 'stacks' }, el('h4', null, title),
     el('table', null,
-      el('thead', null, el('tr', null, el('th', null, 'bytes'), el('th', null, 'blocks'), allocations && el('th', null, 'allocations'), el('th', null, 'stack (innermost first)'))),
+      el('thead', null, el('tr', null, el('th', null, 'bytes'), el('th', null, 'blocks'), allocations && el('th', null, 'allocations'),
+        classes && el('th', null, 'class'), el('th', null, 'stack (innermost first)'))),
       el('tbody', null, stacks.map((s) => el('tr', null,
         el('td', { class: 'n', 'data-bytes': s.bytes }, sizeExact(s.bytes)),
         el('td', { class: 'n' }, exact(s.blocks)),
         allocations && el('td', { class: 'n' }, exact(s.allocations)),
+        classes && el('td', { class: 'reach' }, stackClasses(s.reachability)),
         el('td', null, s.label ? el('p', { class: 'label' }, s.label) : null, stackList(s.node)))))),
     total > stacks.length ? el('p', { class: 'more' }, `… and ${plural(total - stacks.length, 'more stack')} (memtrace report --top N)`) : null);
 }
@@ -57,7 +70,7 @@ function failure(f) {
         : 'enough in total, but not in one piece (fragmentation, or a caching allocator holding it).'));
   lines.push(el('h5', null, 'asked by'), stackList(f.stack.node));
   if (f.top_stacks.length)
-    lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length, false));
+    lines.push(stacksTable('held then by', f.top_stacks, f.top_stacks.length, { allocations: false }));
   return el('div', { class: 'failure' }, lines);
 }
 
@@ -67,21 +80,43 @@ export function leakWord(end) {
     'live when tracing stopped';
 }
 
+// What is live at the end by leak class (docs/reachability.md), as the summary
+// says it, the figure's note, and what check counts of it; null when nothing is.
+function leakClasses(mem) {
+  if (!mem.leaked_blocks) return null;
+  const blocks = plural(mem.leaked_blocks, 'block');
+  if (!mem.leak_kinds)
+    return { summary: `, not classified: ${mem.leak_kinds_missing}; check counts all of it`,
+      note: `${blocks}, not classified: ${mem.leak_kinds_missing}`,
+      counted: [sizeExact(mem.leaked_bytes), `all of it: no scan judged these ${blocks}`] };
+  const k = mem.leak_kinds;
+  // unclassified (a block made after the scan) only when there is one, as the text report
+  const shown = CLASSES.filter((c) => c !== 'unclassified' || k[c].blocks);
+  const counted = COUNTED.filter((c) => shown.includes(c));
+  const bytes = counted.reduce((n, c) => n + k[c].bytes, 0);
+  return { summary: `: ${shown.map((c) => `${c} ${size(k[c].bytes)}`).join(', ')}; check counts ${size(bytes)}`,
+    note: `${blocks}: ${shown.map((c) => `${c} ${size(k[c].bytes)} in ${exact(k[c].blocks)}`).join(', ')}`,
+    counted: [sizeExact(bytes), `${counted.join(' + ')}: what memtrace check --max-leaked counts`] };
+}
+
 export function kindSection(kind, mem, end) {
   const leakedWord = leakWord(end);
+  const classes = leakClasses(mem);
   const figures = [
     ['peak', sizeExact(mem.peak_bytes), `${plural(mem.peak_blocks, 'block')} at ${seconds(mem.peak_time_ns)}`],
-    [leakedWord, sizeExact(mem.leaked_bytes), plural(mem.leaked_blocks, 'block')],
+    [leakedWord, sizeExact(mem.leaked_bytes), classes ? classes.note : plural(mem.leaked_blocks, 'block')],
     ['allocations', exact(mem.allocations), `${exact(mem.frees)} frees, ${size(mem.bytes_allocated)} in all`],
     ['temporary', exact(mem.temporary_allocations), 'freed before the next allocation'],
   ];
+  if (classes) figures.splice(2, 0, ['counted by check', ...classes.counted]);
   if (mem.failed_allocations) figures.push(['failed', exact(mem.failed_allocations), 'allocations']);
   return el('details', { class: 'kind', 'data-kind': kind, open: mem.peak_bytes > 0 || mem.failed_allocations > 0 },
-    el('summary', null, el('h3', null, kind), ` peak ${size(mem.peak_bytes)}, ${leakedWord} ${size(mem.leaked_bytes)}`),
+    el('summary', null, el('h3', null, kind), ` peak ${size(mem.peak_bytes)}, ${leakedWord} ${size(mem.leaked_bytes)}${classes ? classes.summary : ''}`),
     el('dl', { class: 'figures' }, figures.map(([k, v, note]) =>
       el('div', { 'data-figure': k }, el('dt', null, k), el('dd', null, v), el('dd', { class: 'note' }, note)))),
     stacksTable('held at the peak', mem.peak_stacks, mem.peak_stacks_total),
-    stacksTable(`${leakedWord}`, mem.leak_stacks, mem.leak_stacks_total),
+    mem.leak_kinds ? stacksTable(`${leakedWord}, what check counts first`, mem.leak_stacks, mem.leak_stacks_total, { classes: true })
+      : stacksTable(leakedWord, mem.leak_stacks, mem.leak_stacks_total),
     mem.failures.length ? el('div', { class: 'failures' }, el('h4', null, `failed allocations (${exact(mem.failed_allocations)})`), mem.failures.map(failure)) : null);
 }
 
