@@ -32,6 +32,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include <memtrace/bytes.h>
 
 #define MAX_FRAMES        512
 #define SHOW_STACKS       5
@@ -155,53 +156,6 @@ static long suppressed_by(const struct suppressions *sup, const struct mt_sym *s
 			    pattern_matches(sup->pattern[p], syms[i].module))
 				return (long)p;
 	return -1;
-}
-
-/* BYTES with an optional K, M, G or T suffix (powers of 1024; "KiB", "kB" too). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (shift && *end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 static void print_stack_line(struct mt_sym *syms, int n, uint64_t bytes, uint64_t blocks)
@@ -458,7 +412,7 @@ int mt_cmd_check(int argc, char **argv)
 				kind = mt_kind_parse(arg);
 				*eq = '=';
 			}
-			if ((eq && kind < 0) || parse_size(eq ? eq + 1 : arg, &v) < 0) {
+			if ((eq && kind < 0) || mt_parse_bytes(eq ? eq + 1 : arg, &v) < 0) {
 				fprintf(stderr,
 				        "memtrace check: %s wants [KIND=]BYTES (K, M, G suffixes; "
 				        "KIND host, mmap, cuda-host, cuda-managed, cuda:N), not "

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memtrace/bytes.h>
 #include <memtrace/trace-format.h>
 
 #include "commands.h"
@@ -112,25 +113,12 @@ static bool number(const char *s, long max, long *out)
 	return true;
 }
 
-/* --sampling: bytes from 1 to 1 GiB, with K, M or G, as MEMTRACE_SAMPLING reads them. */
+/* --sampling: bytes from 1 to 1 GiB, as MEMTRACE_SAMPLING reads them. */
 static bool sampling_bytes(const char *s)
 {
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	return !errno && end != s && !*end && s[0] != '-' && v >= 1 &&
-	       v <= MT_SAMPLING_MAX >> shift;
+	return !mt_parse_bytes(s, &v) && v >= 1 && v <= MT_SAMPLING_MAX;
 }
 
 /* MEMTRACE_OUTPUT with %p replaced by pid, as the preload does. */

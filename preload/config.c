@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memtrace/bytes.h"
 #include "mt.h"
 
 struct mt_config mt_config;
@@ -51,29 +52,17 @@ static bool flag(const char *name, bool def)
 static uint64_t sampling(void)
 {
 	const char *s = getenv("MEMTRACE_SAMPLING");
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
+	uint64_t v;
 
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (errno || *end || end == s || s[0] == '-' || v > MT_SAMPLING_MAX >> shift) {
+	if (mt_parse_bytes(s, &v) || v > MT_SAMPLING_MAX) {
 		mt_say("MEMTRACE_SAMPLING=%s is not a number of bytes (K, M or G allowed) up to "
 		       "1G; recording every block",
 		       s);
 		return 0;
 	}
-	return (uint64_t)v << shift;
+	return v;
 }
 
 /* MEMTRACE_SEED: any unsigned number; unset, each thread seeds from the clock. */
