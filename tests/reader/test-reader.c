@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <memtrace/bytes.h>
+
 #include "reader.h"
 #include "replay.h"
 #include "test-common.h"
@@ -870,6 +872,49 @@ static void test_reach_records(void)
 	tb_free_buf(&b);
 }
 
+/*
+ * include/memtrace/bytes.h, the one reading of a byte count that
+ * MEMTRACE_SAMPLING, memtrace run --sampling and check's limits share.
+ */
+static void test_parse_bytes(void)
+{
+	static const struct {
+		const char *text;
+		int ret;
+		uint64_t bytes;
+	} cases[] = {
+	        {"0", 0, 0},
+	        {"4096", 0, 4096},
+	        {"64K", 0, 65536},
+	        {"64k", 0, 65536},
+	        {"512KiB", 0, 524288},
+	        {"1M", 0, 1048576},
+	        {"2MB", 0, 2097152},
+	        {"1G", 0, 1073741824},
+	        {"3T", 0, 3298534883328},
+	        {"100B", 0, 100},
+	        {"16777215T", 0, 18446742974197923840u},
+	        {"16777216T", -EINVAL, 0},
+	        {"18446744073709551616", -EINVAL, 0},
+	        {"", -EINVAL, 0},
+	        {"K", -EINVAL, 0},
+	        {"-1", -EINVAL, 0},
+	        {" 64K", -EINVAL, 0},
+	        {"64Q", -EINVAL, 0},
+	        {"64KiBs", -EINVAL, 0},
+	        {"1.5M", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 7;
+		int r = mt_parse_bytes(cases[i].text, &v);
+
+		CHECK_EQ(r, cases[i].ret);
+		CHECK_EQ(v, cases[i].ret ? 7u : cases[i].bytes);
+	}
+	CHECK_EQ(mt_parse_bytes(NULL, &(uint64_t){0}), -EINVAL);
+}
+
 int main(void)
 {
 	test_clock_fit();
@@ -882,6 +927,7 @@ int main(void)
 	test_python_frames();
 	test_reach_records();
 	test_random_damage();
+	test_parse_bytes();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;
