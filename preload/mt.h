@@ -495,6 +495,14 @@ static inline bool mt_sample_forget(void *p)
 
 /* reach.c: at a normal exit, the live blocks classified (REACH records). */
 MT_HIDDEN void mt_reach_at_exit(void);
+
+/*
+ * own.c: memtrace's own anonymous mappings (read-write, MAP_FAILED when
+ * refused), which the exit's scan does not take for the program's roots
+ * (mt_own_ranges, reach.h).
+ */
+MT_HIDDEN void *mt_own_map(size_t bytes);
+MT_HIDDEN void mt_own_unmap(void *p, size_t bytes);
 /* The heap figures' states (sampler.c): a program thread takes them at the
  * end of an interposed call, where it holds no malloc lock, when WANTED,
  * marks FRESH ones stale, and answers a PROBE (is the program idle?) by

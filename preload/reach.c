@@ -161,6 +161,10 @@ static void copy_main(const struct mt_reach_input *in, struct out *o)
 		o->r.status = (uint32_t)st;
 		return;
 	}
+	if (n == 0) { /* nothing to classify: the roots are not worth reading */
+		o->r.status = MT_REACH_DONE;
+		return;
+	}
 	if (n > o->cap) {
 		o->r.status = MT_REACH_TOO_MANY;
 		o->r.detail = n;

@@ -55,6 +55,8 @@ void mt_reach_unmap(void *p, size_t bytes);
 extern uint64_t mt_reach_mapped;
 /* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
+/* memtrace's own mappings in the program (own.c): not roots either. */
+void mt_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
 
 /*
  * The live host blocks of the instance at in->cutoff, sorted by address,

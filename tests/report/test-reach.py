@@ -147,4 +147,23 @@ def test_off():
     check(scan is not None and scan["status"] == "off", f"off: {scan}")
 
 
-main({"classes": test_classes, "killed": test_killed, "off": test_off})
+def test_nothing_live():
+    """A process with no live block at its exit (true, a real program) is not
+    scanned: nothing to classify, and the 1.6 MiB of roots a traced true
+    has would cost it milliseconds at every start of a shell's commands."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    r = run([BIN, "run", "-o", trace, "--", shutil.which("true")])
+    check(r.returncode == 0, f"memtrace run true: {r.returncode} {r.stderr.decode()}")
+    proc = report_json(trace)
+    scan = proc["reachability_scan"]
+    check(scan is not None and scan["status"] == "done" and scan["blocks"] == 0
+          and scan["scanned_bytes"] == 0, f"reachability_scan {scan}")
+    host = proc["memories"]["host"]
+    check(host["leaked_bytes"] == 0 and host["leak_kinds"] == split(),
+          f"{host['leaked_bytes']} {host['leak_kinds']}")
+    shutil.rmtree(d)
+
+
+main({"classes": test_classes, "killed": test_killed, "off": test_off,
+      "nothing-live": test_nothing_live})
