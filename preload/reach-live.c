@@ -55,7 +55,7 @@ static size_t slot_of(uint64_t addr, size_t cap)
 
 static bool table_grow(struct table *t)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1u << 16;
+	size_t cap = t->cap ? t->cap * 2 : 1u << 10; /* a short process: 24 KiB to read through */
 	struct slot *s = mt_reach_map(cap * sizeof(*s));
 
 	if (!s)
