@@ -43,6 +43,17 @@ MT_EXPORT void *malloc(size_t size)
 		if (!mt_real.malloc)
 			return mt_bootstrap_alloc(size);
 	}
+	if (mt_sample_pass(size)) {
+		p = mt_real.malloc(size);
+		if (MT_UNLIKELY(!p) && mt_enter()) {
+			int err = errno;
+			mt_self.sample_left += (int64_t)size; /* nothing was allocated */
+			MT_MARK_CALLER();
+			mt_rec_fail(MT_FN_MALLOC, size, err);
+			mt_leave(err);
+		}
+		return p;
+	}
 	if (!mt_enter())
 		return mt_real.malloc(size);
 	MT_MARK_CALLER();
@@ -65,7 +76,7 @@ MT_EXPORT void free(void *p)
 		return;
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
-	if (!mt_enter()) {
+	if (mt_sample_unrecorded(p) || !mt_enter()) {
 		mt_real.free(p);
 		return;
 	}
@@ -83,6 +94,17 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		mt_real_resolve();
 		if (!mt_real.calloc)
 			return mt_bootstrap_alloc(product(n, size));
+	}
+	if (mt_sample_pass(product(n, size))) {
+		p = mt_real.calloc(n, size);
+		if (MT_UNLIKELY(!p) && mt_enter()) {
+			int err = errno;
+			mt_self.sample_left += (int64_t)(n * size);
+			MT_MARK_CALLER();
+			mt_rec_fail(MT_FN_CALLOC, product(n, size), err);
+			mt_leave(err);
+		}
+		return p;
 	}
 	if (!mt_enter())
 		return mt_real.calloc(n, size);
