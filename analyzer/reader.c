@@ -65,6 +65,14 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_PYSTACK] = "PYSTACK",
         [MT_REC_REACH] = "REACH",
         [MT_REC_REACH_BLOCKS] = "REACH_BLOCKS",
+        [MT_REC_KEYFRAME] = "KEYFRAME",
+        [MT_REC_KEY_THREADS] = "KEY_THREADS",
+        [MT_REC_KEY_BLOCKS] = "KEY_BLOCKS",
+        [MT_REC_KEY_RANGES] = "KEY_RANGES",
+        [MT_REC_KEY_STACKS] = "KEY_STACKS",
+        [MT_REC_KEY_END] = "KEY_END",
+        [MT_REC_ROUND] = "ROUND",
+        [MT_REC_COPY] = "COPY",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -217,11 +225,15 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 		            h->version, MT_FORMAT_VERSION);
 	if (h->version == 0)
 		return fail(err, -EBADMSG, 8, "bad format version 0");
-	if (h->version < MT_FORMAT_VERSION)
+	if (h->version < MT_FORMAT_OLDEST)
 		return fail(err, -EPROTONOSUPPORT, 8,
 		            "trace format version %u is older than this memtrace reads (%u); read "
 		            "it with the memtrace that wrote it",
-		            h->version, MT_FORMAT_VERSION);
+		            h->version, MT_FORMAT_OLDEST);
+	t->chunk_header = h->version >= 3 ? sizeof(struct mt_chunk_header) : MT_CHUNK_HEADER_V2;
+	if (h->version < 3) /* its header ends at `extended`: the rest of the page is zero */
+		memset((char *)&t->header + offsetof(struct mt_file_header, next_seq), 0,
+		       sizeof(*h) - offsetof(struct mt_file_header, next_seq));
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
 		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
 	if (h->chunk_unit < 4096 || h->chunk_unit % 4096 || h->chunk_unit > MAX_CHUNK_SIZE)
@@ -244,7 +256,7 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 		t->slots = s;
 		*cap = n;
 	}
-	t->slots[t->slot_count++] = (struct mt_chunk_slot){offset, size, state};
+	t->slots[t->slot_count++] = (struct mt_chunk_slot){offset, size, state, t->slot_count};
 	return 0;
 }
 
@@ -254,9 +266,9 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
  * walk by record lengths to the first zero type byte; a damaged length
  * takes the walk elsewhere, and the sum differs).
  */
-static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
+static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc)
 {
-	const uint8_t *start = chunk + sizeof(struct mt_chunk_header), *end = chunk + size;
+	const uint8_t *start = chunk + hdr, *end = chunk + size;
 	const uint8_t *p = start;
 
 	while (p < end && *p != MT_REC_END_OF_DATA) {
@@ -285,11 +297,12 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 
 	while (off < t->size && r == 0) {
 		struct mt_chunk_header ch;
-		if (t->size - off < sizeof(ch)) {
+		if (t->size - off < t->chunk_header) {
 			r = add_slot(t, off, 0, MT_SLOT_CUT, &cap, err);
 			break;
 		}
-		memcpy(&ch, t->data + off, sizeof(ch));
+		memset(&ch, 0, sizeof(ch));
+		memcpy(&ch, t->data + off, t->chunk_header);
 		if (ch.magic == 0 && ch.size == 0) {
 			t->unused_chunks += !in_hole;
 			in_hole = true;
@@ -310,9 +323,12 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			r = add_slot(t, off, ch.size, MT_SLOT_CUT, &cap, err);
 			break;
 		} else {
-			bool ok = !ch.crc32c || sealed_ok(t->data + off, ch.size, ch.crc32c);
+			bool ok = !ch.crc32c ||
+			          sealed_ok(t->data + off, t->chunk_header, ch.size, ch.crc32c);
 			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
 			             err);
+			t->slots[t->slot_count - 1].seq =
+			        t->chunk_header > MT_CHUNK_HEADER_V2 ? ch.seq : t->slot_count - 1;
 			if (!ok && !t->damaged++)
 				t->damaged_at = off;
 			t->chunk_count++;
@@ -329,6 +345,39 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 		t->missing = t->header.extended - t->size;
 	t->cut = t->missing > 0;
 	return r;
+}
+
+static const struct mt_chunk_slot *sort_slots;
+
+static int cmp_seq(const void *a, const void *b)
+{
+	const struct mt_chunk_slot *x = &sort_slots[*(const uint64_t *)a],
+	                           *y = &sort_slots[*(const uint64_t *)b];
+
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Claim order: a ring reuses extents, so the file's order is not the writers'. */
+static int order_slots(struct mt_trace *t, struct mt_error *err)
+{
+	if (!t->slot_count)
+		return 0;
+	t->by_seq = malloc(t->slot_count * sizeof(*t->by_seq));
+	if (!t->by_seq)
+		return fail(err, -ENOMEM, 0, "out of memory for the chunk index");
+	for (uint64_t i = 0; i < t->slot_count; i++)
+		t->by_seq[i] = i;
+	sort_slots = t->slots;
+	if (t->header.ring_size && t->slot_count > 1)
+		qsort(t->by_seq, t->slot_count, sizeof(*t->by_seq), cmp_seq);
+	return 0;
+}
+
+uint64_t mt_reader_slot_by_seq(const struct mt_trace *t, uint64_t i)
+{
+	return t->by_seq[i];
 }
 
 void mt_clock_fit_add(struct mt_clock_fit *fit, uint64_t ticks, uint64_t ns)
@@ -389,11 +438,13 @@ int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, str
 	if (r == 0)
 		r = index_chunks(t, err);
 	if (r == 0)
+		r = order_slots(t, err);
+	if (r == 0) {
 		fit_chunks(t);
-	else
+	} else {
 		free(t->slots);
-	if (r < 0)
 		t->slots = NULL;
+	}
 	return r;
 }
 
@@ -460,6 +511,7 @@ void mt_reader_close(struct mt_trace *t)
 	if (t->mapped)
 		munmap((void *)t->data, t->size);
 	free(t->slots);
+	free(t->by_seq);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -480,7 +532,8 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 	slot = &t->slots[index];
 	if (slot->state == MT_SLOT_CUT && !slot->size)
 		return 0; /* the file ends inside the chunk's header: nothing to read */
-	memcpy(&ch, t->data + slot->offset, sizeof(ch));
+	memset(&ch, 0, sizeof(ch));
+	memcpy(&ch, t->data + slot->offset, t->chunk_header);
 	if (slot->state == MT_SLOT_BAD) {
 		if (ch.magic != MT_CHUNK_MAGIC)
 			return fail(err, -EBADMSG, slot->offset, "bad chunk magic 0x%08x",
@@ -500,6 +553,7 @@ int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *o
 	out->tid = ch.tid;
 	out->base_ticks = ch.base_ticks;
 	out->base_ns = ch.base_ns;
+	out->seq = slot->seq;
 	return 1;
 }
 
@@ -515,7 +569,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 		c->done = true;
 		return r;
 	}
-	c->pos = t->data + c->chunk.offset + sizeof(struct mt_chunk_header);
+	c->pos = t->data + c->chunk.offset + t->chunk_header;
 	c->end = t->data + c->chunk.offset + c->chunk.avail;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
@@ -708,6 +762,89 @@ bool mt_reach_blocks_next(const struct mt_record *rec, const uint8_t **pos, uint
 	return true;
 }
 
+static int keyframe(struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	uint64_t n;
+
+	rec->u.keyframe.round = u(d);
+	rec->u.keyframe.instance = u(d);
+	rec->u.keyframe.time = u(d);
+	rec->u.keyframe.events = u(d);
+	rec->u.keyframe.nthreads = u(d);
+	rec->u.keyframe.nblocks = u(d);
+	rec->u.keyframe.nranges = u(d);
+	rec->u.keyframe.nstacks = u(d);
+	n = u(d);
+	if (!d->bad && n > MT_KIND_COUNT)
+		return fail(err, -EBADMSG, rec->offset,
+		            "KEYFRAME record with %llu kinds (at most %d)", (unsigned long long)n,
+		            MT_KIND_COUNT);
+	rec->u.keyframe.nkinds = d->bad ? 0 : (uint32_t)n;
+	for (uint32_t i = 0; i < rec->u.keyframe.nkinds && !d->bad; i++) {
+		struct mt_key_kind *k = &rec->u.keyframe.kinds[i];
+		k->kind = u(d);
+		k->allocations = u(d);
+		k->frees = u(d);
+		k->bytes_allocated = u(d);
+		k->peak_bytes = u(d);
+		k->peak_blocks = u(d);
+		k->peak_time = u(d);
+		k->failed = u(d);
+		k->unknown_frees = u(d);
+		k->inherited_bytes = u(d);
+		k->inherited_blocks = u(d);
+		if (!d->bad && k->kind >= MT_KIND_COUNT)
+			return bad_kind(err, rec, k->kind);
+	}
+	return d->bad ? bad_fields(err, rec, d) : 0;
+}
+
+/* Each parts record's items, the field that names a memory kind (or none), checked. */
+static const struct {
+	uint8_t fields, kind_field;
+} key_shape[] = {
+        [MT_REC_KEY_THREADS - MT_REC_KEY_THREADS] = {MT_KT_FIELDS, MT_KEY_FIELDS_MAX},
+        [MT_REC_KEY_BLOCKS - MT_REC_KEY_THREADS] = {MT_KB_FIELDS, MT_KB_KIND},
+        [MT_REC_KEY_RANGES - MT_REC_KEY_THREADS] = {MT_KR_FIELDS, MT_KEY_FIELDS_MAX},
+        [MT_REC_KEY_STACKS - MT_REC_KEY_THREADS] = {MT_KS_FIELDS, MT_KS_KIND},
+};
+
+/* A KEY_* parts record: its items stay in the trace, checked here once (each takes
+ * a byte a field at least, so the payload bounds the loop). */
+static int key_items(struct mt_record *rec, struct dec *d, struct mt_error *err)
+{
+	unsigned fields = key_shape[rec->type - MT_REC_KEY_THREADS].fields,
+	         kind = key_shape[rec->type - MT_REC_KEY_THREADS].kind_field;
+
+	rec->u.key_items.n = u(d);
+	rec->u.key_items.fields = fields;
+	rec->u.key_items.items = d->p;
+	for (uint64_t i = 0; i < rec->u.key_items.n && !d->bad; i++) {
+		for (unsigned f = 0; f < fields && !d->bad; f++) {
+			uint64_t v = u(d);
+			if (f == kind && !d->bad && v >= MT_KIND_COUNT)
+				return bad_kind(err, rec, v);
+		}
+	}
+	rec->u.key_items.end = d->p;
+	return d->bad ? bad_fields(err, rec, d) : 0;
+}
+
+bool mt_key_next(const struct mt_record *rec, const uint8_t **pos, uint64_t v[MT_KEY_FIELDS_MAX])
+{
+	bool delta = rec->type == MT_REC_KEY_BLOCKS || rec->type == MT_REC_KEY_RANGES;
+
+	if (*pos >= rec->u.key_items.end)
+		return false;
+	for (uint32_t f = 0; f < rec->u.key_items.fields; f++) {
+		uint64_t x;
+		if (mt_get_varint(pos, rec->u.key_items.end, &x) < 0)
+			return false; /* cannot happen: key_items checked every item */
+		v[f] = f == 0 && delta ? v[0] + (uint64_t)mt_unzigzag(x) : x;
+	}
+	return true;
+}
+
 static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, struct mt_error *err)
 {
 	uint64_t n;
@@ -883,6 +1020,27 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		break;
 	case MT_REC_REACH_BLOCKS:
 		return reach_blocks(rec, d, err);
+	case MT_REC_KEYFRAME:
+		return keyframe(rec, d, err);
+	case MT_REC_KEY_THREADS:
+	case MT_REC_KEY_BLOCKS:
+	case MT_REC_KEY_RANGES:
+	case MT_REC_KEY_STACKS:
+		return key_items(rec, d, err);
+	case MT_REC_KEY_END:
+		rec->u.key_end.instance = u(d);
+		rec->u.key_end.round = u(d);
+		break;
+	case MT_REC_ROUND:
+		rec->u.round.round = u(d);
+		rec->u.round.time = u(d);
+		rec->u.round.usable = u(d);
+		rec->u.round.instances = u(d);
+		break;
+	case MT_REC_COPY:
+		rec->u.copy.instance = u(d);
+		rec->u.copy.seq = u(d);
+		break;
 	default:
 		return 0; /* unknown: skipped by its length */
 	}

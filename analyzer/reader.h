@@ -52,6 +52,7 @@ struct mt_chunk_slot {
 	uint64_t offset;
 	uint32_t size; /* 0 when unknown */
 	uint8_t state; /* enum mt_slot_state */
+	uint64_t seq;  /* the chunk header's (version 3), else the slot's place in the file */
 };
 
 struct mt_trace {
@@ -62,6 +63,8 @@ struct mt_trace {
 	struct mt_clock_fit fit;      /* from the chunk headers (replay adds SAMPLE pairs) */
 	struct mt_chunk_slot *slots;  /* the chunks in file order (reader.c, index_chunks) */
 	uint64_t slot_count;
+	uint64_t *by_seq;       /* slot indices in claim order: by seq, then by file offset */
+	uint32_t chunk_header;  /* bytes of a chunk header: 48, or 40 in version 2 */
 	uint64_t chunk_count;   /* whole chunks present in the file */
 	uint64_t unused_chunks; /* stretches claimed by writers that never wrote them */
 	bool truncated;         /* the last slot is a chunk the file ends inside */
@@ -86,6 +89,7 @@ struct mt_chunk {
 	uint32_t tid;
 	uint64_t base_ticks; /* the time register's start */
 	uint64_t base_ns;    /* CLOCK_MONOTONIC ns at base_ticks */
+	uint64_t seq;        /* its claim's place in the run (struct mt_chunk_slot) */
 };
 
 /* A string or byte field: points into the mapped trace, no terminator. */
@@ -107,6 +111,37 @@ struct mt_segment {
 	uint64_t vaddr;
 	uint64_t memsz;
 	uint64_t flags;
+};
+
+/* A KEYFRAME's running totals of one memory kind (struct mt_kind_stats without the live set). */
+struct mt_key_kind {
+	uint64_t kind;
+	uint64_t allocations, frees, bytes_allocated, peak_bytes, peak_blocks, peak_time, failed,
+	        unknown_frees, inherited_bytes, inherited_blocks;
+};
+
+/* The items of a KEY_THREADS, KEY_BLOCKS, KEY_RANGES or KEY_STACKS record (mt_key_next). */
+#define MT_KEY_FIELDS_MAX 7
+enum mt_key_thread_field { MT_KT_TID, MT_KT_SEQ, MT_KT_OFFSET, MT_KT_PHASE, MT_KT_FIELDS };
+enum mt_key_block_field {
+	MT_KB_ADDR,
+	MT_KB_SIZE,
+	MT_KB_STACK,
+	MT_KB_STACK_INSTANCE,
+	MT_KB_KIND,
+	MT_KB_BLOCKS,
+	MT_KB_FIELDS
+};
+enum mt_key_range_field { MT_KR_ADDR, MT_KR_LEN, MT_KR_STACK, MT_KR_STACK_INSTANCE, MT_KR_FIELDS };
+enum mt_key_stack_field {
+	MT_KS_KIND,
+	MT_KS_STACK_INSTANCE,
+	MT_KS_STACK,
+	MT_KS_ALLOCATIONS,
+	MT_KS_BYTES_ALLOCATED,
+	MT_KS_PEAK_BYTES,
+	MT_KS_PEAK_BLOCKS,
+	MT_KS_FIELDS
 };
 
 /* One decoded record; the union member follows `type`. */
@@ -205,8 +240,42 @@ struct mt_record {
 			 * mt_reach_blocks_next */
 			const uint8_t *addrs, *end;
 		} reach_blocks;
+		struct {
+			uint64_t round; /* 0: the final keyframe of an instance that ended */
+			uint64_t instance;
+			uint64_t time;   /* ticks: every record half before it is in the keyframe */
+			uint64_t events; /* events the keyframe holds */
+			uint64_t nthreads, nblocks, nranges, nstacks; /* items of its parts */
+			uint32_t nkinds;
+			struct mt_key_kind kinds[MT_KIND_COUNT];
+		} keyframe;
+		struct {
+			uint64_t n;
+			uint32_t fields; /* each item's: MT_KT_FIELDS, MT_KB_FIELDS, ... */
+			/* n items, each checked to decode: read them with mt_key_next */
+			const uint8_t *items, *end;
+		} key_items; /* KEY_THREADS, KEY_BLOCKS, KEY_RANGES, KEY_STACKS */
+		struct {
+			uint64_t instance, round;
+		} key_end;
+		struct {
+			uint64_t round, time;
+			uint64_t usable; /* the oldest round the file keeps every record after */
+			uint64_t instances;
+		} round;
+		struct {
+			uint64_t instance, seq; /* whose records, from which chunk */
+		} copy;
 	} u;
 };
+
+/*
+ * The items of a KEY_* parts record in turn: *pos starts at
+ * rec->u.key_items.items and v[] at zeros; each call fills v[0 ..
+ * fields) (an address field, the first of blocks and ranges, is a delta on
+ * the item before). False after the last.
+ */
+bool mt_key_next(const struct mt_record *rec, const uint8_t **pos, uint64_t v[MT_KEY_FIELDS_MAX]);
 
 /*
  * The addresses of a REACH_BLOCKS record in turn: *pos starts at
@@ -240,6 +309,12 @@ void mt_reader_close(struct mt_trace *t);
  * whose mt_reader_chunk() reports the truncation.
  */
 uint64_t mt_reader_chunk_slots(const struct mt_trace *t);
+/*
+ * The slot index of the i-th chunk in claim order. A thread's chunks are
+ * in the order it wrote them this way; in file order too, but for a ring,
+ * which puts a new chunk wherever an extent was given back.
+ */
+uint64_t mt_reader_slot_by_seq(const struct mt_trace *t, uint64_t i);
 /* Decodes chunk header `index`: 1 in use (a chunk the file ends inside too: its records up
  * to the cut are read), 0 nothing readable (the file ends inside its header), < 0 error. */
 int mt_reader_chunk(const struct mt_trace *t, uint64_t index, struct mt_chunk *out,

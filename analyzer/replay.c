@@ -496,7 +496,7 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		struct mt_instance *in;
 		struct mt_cursor c;
 
-		ret = mt_cursor_init(&c, trace, i, err);
+		ret = mt_cursor_init(&c, trace, mt_reader_slot_by_seq(trace, i), err);
 		if (ret <= 0)
 			continue;
 		r->stats.chunks++;

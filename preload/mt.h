@@ -270,15 +270,15 @@ static inline uint8_t *mt_room(size_t need)
 
 /*
  * Publishes a record whose payload was written at rec + 2 and ends at end
- * (payload under 128 bytes: one length byte). The type byte goes last,
- * after a compiler barrier: a reader of a killed process's chunk sees
- * either the whole record or a zero type.
+ * (payload under 128 bytes: one length byte). The type byte goes last, a
+ * release store (a plain store on x86-64): a reader of a killed process's
+ * chunk, or the ring's consumer reading it as it is written, sees either
+ * the whole record or a zero type.
  */
 static inline void mt_commit_small(uint8_t *rec, uint8_t type, uint8_t *end)
 {
 	rec[1] = (uint8_t)(end - rec - 2);
-	atomic_signal_fence(memory_order_release);
-	rec[0] = type;
+	atomic_store_explicit((_Atomic uint8_t *)rec, type, memory_order_release);
 	mt_self.pos = end;
 }
 
@@ -289,8 +289,7 @@ static inline void mt_commit_large(uint8_t *rec, uint8_t type, uint8_t *end)
 	rec[1] = (uint8_t)(0x80 | (len & 0x7f));
 	rec[2] = (uint8_t)(0x80 | ((len >> 7) & 0x7f));
 	rec[3] = (uint8_t)((len >> 14) & 0x7f);
-	atomic_signal_fence(memory_order_release);
-	rec[0] = type;
+	atomic_store_explicit((_Atomic uint8_t *)rec, type, memory_order_release);
 	mt_self.pos = end;
 }
 

@@ -463,7 +463,10 @@ static void seal(uint8_t *base, const uint8_t *pos)
 	struct mt_chunk_header *ch = (struct mt_chunk_header *)base;
 	size_t hdr = sizeof(*ch);
 
-	ch->crc32c = mt_crc32c(base + hdr, (size_t)(pos - base) - hdr);
+	/* release: a consumer that reads the sum reads the records before it (ring.c) */
+	atomic_store_explicit((_Atomic uint32_t *)&ch->crc32c,
+	                      mt_crc32c(base + hdr, (size_t)(pos - base) - hdr),
+	                      memory_order_release);
 }
 
 /*
@@ -627,11 +630,11 @@ uint8_t *mt_writer_room_slow(size_t need)
 	ch->instance = mt_instance;
 	ch->pid = (uint32_t)mt_pid;
 	ch->tid = t->tid;
+	ch->seq = atomic_fetch_add((_Atomic uint64_t *)&header->next_seq, 1);
 	ch->base_ticks = mt_now();
 	ch->base_ns = mt_monotonic_ns();
 	ch->size = size;
-	atomic_signal_fence(memory_order_release);
-	ch->magic = MT_CHUNK_MAGIC;
+	atomic_store_explicit((_Atomic uint32_t *)&ch->magic, MT_CHUNK_MAGIC, memory_order_release);
 	/* the switch: the old chunk stays whole until base is the new one's, and
 	 * base is NULL only across these few stores (see release_chunk) */
 	old = t->base;

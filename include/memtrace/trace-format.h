@@ -25,8 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MT_FILE_MAGIC       "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION   2
+#define MT_FILE_MAGIC     "MEMTRACE" /* 8 bytes, no terminator in the file */
+#define MT_FORMAT_VERSION 3
+#define MT_FORMAT_OLDEST                                                                           \
+	2 /* still read: its chunk headers have no seq (file order is claim order) */
 #define MT_HEADER_SIZE      4096u
 #define MT_CHUNK_UNIT       4096u          /* chunks start and end on multiples of it */
 #define MT_CHUNK_SIZE_FIRST MT_CHUNK_UNIT  /* a thread's first chunk */
@@ -52,7 +54,23 @@ struct mt_file_header {
 	/* atomic: the end of the file as writers extended it (each raises it after
 	 * its posix_fallocate); a file shorter than this was cut */
 	uint64_t extended;
+	/* version 3: */
+	uint64_t next_seq; /* atomic: the sequence number of the next chunk claimed */
+	/* the ring (docs/architecture.md): 0 none; else the bytes of chunks the file
+	 * keeps to, reusing extents the consumer gave back through free_head */
+	uint64_t ring_size;
+	uint64_t ring_overflow; /* atomic: bytes writers claimed past ring_size */
+	/* atomic: per size class (4 KiB << i) the free extents, a Treiber stack:
+	 * (tag << 32) | (unit + 1), unit the extent's offset from header_size in
+	 * chunk units, 0 empty; each free extent holds the next one's unit + 1 at
+	 * its byte 8 (mt_free_link), the rest of it zero */
+	uint64_t free_head[7];
 };
+
+/* Size classes of the ring's free extents: MT_CHUNK_SIZE_FIRST << i up to MT_CHUNK_SIZE_MAX. */
+#define MT_RING_CLASSES 7
+/* Where a free extent keeps its link: zero magic and size, so a reader steps over it. */
+#define MT_FREE_LINK_OFFSET 8
 
 /* Run-wide facts the processes of a run share through the header. */
 enum mt_header_flag {
@@ -91,7 +109,11 @@ struct mt_chunk_header {
 	 * when the writer gives the chunk up (full, or its thread ended); 0 while
 	 * it is in use, so a killed or running writer's last chunk is not checked */
 	uint32_t crc32c;
+	/* version 3: the claim's place in the run (header next_seq): a thread's
+	 * chunks in the order it wrote them, wherever the ring put them */
+	uint64_t seq;
 };
+#define MT_CHUNK_HEADER_V2 40u /* a version 2 chunk header: no seq */
 
 /*
  * Python frames of a PYSTACK record: at most this many, each written as
@@ -126,6 +148,15 @@ enum mt_record_type {
 	MT_REC_PYSTACK = 18,      /* an interned Python stack that STACK records name */
 	MT_REC_REACH = 19,        /* the exit's reachability scan: its moment and figures */
 	MT_REC_REACH_BLOCKS = 20, /* the addresses of the blocks of one reachability class */
+	/* written by the ring's consumer (memtrace run --ring) in chunks of instance 0: */
+	MT_REC_KEYFRAME = 21,    /* a process instance's figures at a moment; parts follow */
+	MT_REC_KEY_THREADS = 22, /* where each thread's records resume after it */
+	MT_REC_KEY_BLOCKS = 23,  /* live blocks of the keyframe */
+	MT_REC_KEY_RANGES = 24,  /* live anonymous mappings of the keyframe */
+	MT_REC_KEY_STACKS = 25,  /* per-stack totals and peak figures of the keyframe */
+	MT_REC_KEY_END = 26,     /* the keyframe is whole */
+	MT_REC_ROUND = 27,       /* the keyframes of one round are whole */
+	MT_REC_COPY = 28,        /* the records that follow are an instance's, copied */
 	MT_REC_TYPE_COUNT
 };
 

@@ -68,6 +68,54 @@ static const uint64_t py_lasti[] = {300, 0};
 /* a REACH_BLOCKS record's addresses: up, down (a negative delta), and far up */
 static const uint64_t reached[] = {0x55550100, 0x55540000, 0x7ffff7a00010};
 
+/* a keyframe: its counts (threads, blocks, ranges, stacks), two kinds' totals and its parts */
+static const uint64_t key_counts[4] = {2, 2, 1, 1};
+static const uint64_t key_kinds[2 * TB_KIND_VALUES] = {
+        MT_KIND_HOST,
+        10,
+        8,
+        1000,
+        600,
+        5,
+        5000050,
+        1,
+        2,
+        0,
+        0,
+        MT_KIND_CUDA_DEVICE + 1,
+        3,
+        1,
+        3 << 20,
+        2 << 20,
+        2,
+        5000060,
+        0,
+        0,
+        64,
+        1,
+};
+static const uint64_t key_threads[2 * MT_KT_FIELDS] = {101, 7, 48, 0, 102, 9, 300, 1};
+static const uint64_t key_blocks[2 * MT_KB_FIELDS] = {
+        0x55550100, 40, 3, 1, MT_KIND_HOST, 1, 0x55540000, 1 << 20, 4, 1, MT_KIND_CUDA_DEVICE + 1,
+        1};
+static const uint64_t key_ranges[MT_KR_FIELDS] = {0x7f1000000000, 8192, 5, 1};
+static const uint64_t key_stacks[MT_KS_FIELDS] = {MT_KIND_HOST, 1, 3, 10, 1000, 600, 5};
+
+/* Checks a KEY_* parts record's items against want (n items of fields values). */
+static void check_key_items(const struct mt_record *rec, uint32_t n, const uint64_t *want)
+{
+	const uint8_t *pos = rec->u.key_items.items;
+	uint64_t v[MT_KEY_FIELDS_MAX] = {0};
+
+	CHECK_EQ(rec->u.key_items.n, n);
+	for (uint32_t i = 0; i < n; i++) {
+		CHECK(mt_key_next(rec, &pos, v));
+		for (uint32_t f = 0; f < rec->u.key_items.fields; f++)
+			CHECK_EQ(v[f], want[i * rec->u.key_items.fields + f]);
+	}
+	CHECK(!mt_key_next(rec, &pos, v));
+}
+
 /* One record of each type in one chunk; returns their offsets in off[type]. */
 static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 {
@@ -121,6 +169,14 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_PYSTACK] = tb_pystack(b, 5, 2, py, py_lasti);
 	off[MT_REC_REACH] = tb_reach(b, 5000170, MT_REACH_DONE, 0, 3, 1200, 1 << 20, 450000);
 	off[MT_REC_REACH_BLOCKS] = tb_reach_blocks(b, MT_REACH_INDIRECT, 3, reached);
+	off[MT_REC_KEYFRAME] = tb_keyframe(b, 4, 1, 5000100, 123, key_counts, 2, key_kinds);
+	off[MT_REC_KEY_THREADS] = tb_key_items(b, MT_REC_KEY_THREADS, 2, MT_KT_FIELDS, key_threads);
+	off[MT_REC_KEY_BLOCKS] = tb_key_items(b, MT_REC_KEY_BLOCKS, 2, MT_KB_FIELDS, key_blocks);
+	off[MT_REC_KEY_RANGES] = tb_key_items(b, MT_REC_KEY_RANGES, 1, MT_KR_FIELDS, key_ranges);
+	off[MT_REC_KEY_STACKS] = tb_key_items(b, MT_REC_KEY_STACKS, 1, MT_KS_FIELDS, key_stacks);
+	off[MT_REC_KEY_END] = tb_key_end(b, 1, 4);
+	off[MT_REC_ROUND] = tb_round(b, 4, 5000100, 3, 1);
+	off[MT_REC_COPY] = tb_copy(b, 2, 77);
 }
 
 static void test_every_type(void)
@@ -295,6 +351,46 @@ static void test_every_type(void)
 			CHECK(!mt_reach_blocks_next(&rec, &pos, &addr));
 			break;
 		}
+		case MT_REC_KEYFRAME:
+			CHECK_EQ(rec.u.keyframe.round, 4);
+			CHECK_EQ(rec.u.keyframe.instance, 1);
+			CHECK_EQ(rec.u.keyframe.time, 5000100);
+			CHECK_EQ(rec.u.keyframe.events, 123);
+			CHECK_EQ(rec.u.keyframe.nthreads, 2);
+			CHECK_EQ(rec.u.keyframe.nstacks, 1);
+			CHECK_EQ(rec.u.keyframe.nkinds, 2);
+			CHECK_EQ(rec.u.keyframe.kinds[1].kind, MT_KIND_CUDA_DEVICE + 1);
+			CHECK_EQ(rec.u.keyframe.kinds[1].bytes_allocated, 3 << 20);
+			CHECK_EQ(rec.u.keyframe.kinds[1].inherited_blocks, 1);
+			CHECK_EQ(rec.u.keyframe.kinds[0].peak_time, 5000050);
+			CHECK_EQ(rec.u.keyframe.kinds[0].unknown_frees, 2);
+			break;
+		case MT_REC_KEY_THREADS:
+			check_key_items(&rec, 2, key_threads);
+			break;
+		case MT_REC_KEY_BLOCKS:
+			check_key_items(&rec, 2, key_blocks);
+			break;
+		case MT_REC_KEY_RANGES:
+			check_key_items(&rec, 1, key_ranges);
+			break;
+		case MT_REC_KEY_STACKS:
+			check_key_items(&rec, 1, key_stacks);
+			break;
+		case MT_REC_KEY_END:
+			CHECK_EQ(rec.u.key_end.instance, 1);
+			CHECK_EQ(rec.u.key_end.round, 4);
+			break;
+		case MT_REC_ROUND:
+			CHECK_EQ(rec.u.round.round, 4);
+			CHECK_EQ(rec.u.round.time, 5000100);
+			CHECK_EQ(rec.u.round.usable, 3);
+			CHECK_EQ(rec.u.round.instances, 1);
+			break;
+		case MT_REC_COPY:
+			CHECK_EQ(rec.u.copy.instance, 2);
+			CHECK_EQ(rec.u.copy.seq, 77);
+			break;
 		}
 	}
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
@@ -376,15 +472,15 @@ static void test_header_errors(void)
 
 	tb_init(&b, CHUNK);
 	h = (struct mt_file_header *)b.buf;
-	h->version = 3;
+	h->version = 4;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
-	CHECK_STR(err.message, "trace format version 3 is newer than this memtrace reads (2)");
+	CHECK_STR(err.message, "trace format version 4 is newer than this memtrace reads (3)");
 	CHECK_EQ(err.offset, 8);
 	h->version = 1;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
 	CHECK_STR(err.message, "trace format version 1 is older than this memtrace reads (2); "
 	                       "read it with the memtrace that wrote it");
-	h->version = 2;
+	h->version = 3;
 	h->byte_order = __builtin_bswap32(MT_BYTE_ORDER_MARK);
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
 	CHECK_EQ(err.offset, 20);
@@ -457,6 +553,73 @@ static void test_zero_type_and_unused_chunks(void)
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
 	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), -EBADMSG);
 	CHECK_EQ(err.offset, MT_HEADER_SIZE + CHUNK);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+/* Version 2 (40-byte chunk headers, no seq) still reads, in file order. */
+static void test_version2(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_replay *rp;
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_version2(&b);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_process(&b, 1001, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 1002, MT_FN_MALLOC, 0x1000, 10, 0);
+	tb_chunk(&b, 1, 100, 100, 2000);
+	tb_alloc(&b, 2001, MT_FN_MALLOC, 0x3000, 30, 0);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(t.chunk_header, MT_CHUNK_HEADER_V2);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
+	CHECK_EQ(c.chunk.seq, 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.offset, MT_HEADER_SIZE + CHUNK + MT_CHUNK_HEADER_V2);
+	CHECK_EQ(rec.u.alloc.addr, 0x3000);
+	CHECK_EQ(mt_replay_open(&rp, &t, &err), 0);
+	CHECK_EQ(mt_replay_run(rp, NULL, NULL, &err), 0);
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_bytes, 40);
+	mt_replay_free(rp);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+/*
+ * A ring puts a thread's next chunk wherever an extent was given back:
+ * its chunks are read in the order of their seq, not of the file.
+ */
+static void test_seq_order(void)
+{
+	struct mt_error err = {0};
+	struct mt_replay *rp;
+	struct mt_trace t;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	((struct mt_file_header *)b.buf)->ring_size = 4 * CHUNK;
+	b.seq = 7; /* the thread's second chunk, first in the file */
+	tb_chunk(&b, 1, 100, 100, 2000);
+	tb_free(&b, 2001, 0x1000);
+	tb_realloc(&b, 2003, 2002, 0x3000, 0x4000, 50, 0);
+	b.seq = 3;
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_process(&b, 1001, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 1002, MT_FN_MALLOC, 0x1000, 10, 0);
+	tb_alloc(&b, 1003, MT_FN_MALLOC, 0x3000, 30, 0);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_reader_slot_by_seq(&t, 0), 1);
+	CHECK_EQ(mt_reader_slot_by_seq(&t, 1), 0);
+	CHECK_EQ(mt_replay_open(&rp, &t, &err), 0);
+	CHECK_EQ(mt_replay_run(rp, NULL, NULL, &err), 0);
+	/* in file order the free and the realloc would find nothing live */
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_bytes, 50);
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].unknown_frees, 0);
+	mt_replay_free(rp);
 	mt_reader_close(&t);
 	tb_free_buf(&b);
 }
@@ -564,13 +727,13 @@ static void test_corrupt_records(void)
 	tb_chunk(&b, 1, 100, 100, 1000);
 	at = b.pos;
 	b.buf[at] = 99;
-	b.buf[at + 1] = 0x80 | ((CHUNK - 40 - 4) & 0x7f);
-	b.buf[at + 2] = 0x80 | (((CHUNK - 40 - 4) >> 7) & 0x7f);
+	b.buf[at + 1] = 0x80 | ((CHUNK - sizeof(struct mt_chunk_header) - 4) & 0x7f);
+	b.buf[at + 2] = 0x80 | (((CHUNK - sizeof(struct mt_chunk_header) - 4) >> 7) & 0x7f);
 	b.buf[at + 3] = 0;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
 	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
-	CHECK_EQ(rec.length, CHUNK - 40 - 4);
+	CHECK_EQ(rec.length, CHUNK - sizeof(struct mt_chunk_header) - 4);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
 	mt_reader_close(&t);
 	tb_free_buf(&b);
@@ -923,6 +1086,8 @@ int main(void)
 	test_cut_records();
 	test_header_errors();
 	test_zero_type_and_unused_chunks();
+	test_version2();
+	test_seq_order();
 	test_corrupt_records();
 	test_python_frames();
 	test_reach_records();

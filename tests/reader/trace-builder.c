@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdbool.h>
+
 #include "trace-builder.h"
 
 static void grow(struct tb *b, size_t size)
@@ -50,17 +52,29 @@ void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pi
 {
 	/* a chunk never written is all zeros, its size too */
 	struct mt_chunk_header ch = {
-	        magic, instance, pid, tid, base, base, magic ? b->chunk_size : 0, 0};
+	        magic, instance, pid, tid, base, base, magic ? b->chunk_size : 0, 0, b->seq++};
+	size_t hdr = b->version == 2 ? MT_CHUNK_HEADER_V2 : sizeof(ch);
 	struct mt_file_header *h;
 
 	b->chunk = b->size;
 	grow(b, b->size + b->chunk_size);
-	memcpy(b->buf + b->chunk, &ch, sizeof(ch));
+	memcpy(b->buf + b->chunk, &ch, hdr);
 	h = (struct mt_file_header *)b->buf;
 	h->next_chunk = b->size;
-	b->pos = b->chunk + sizeof(ch);
+	h->next_seq = b->seq;
+	b->pos = b->chunk + hdr;
 	b->time = base;
 	b->addr = 0;
+}
+
+void tb_version2(struct tb *b)
+{
+	struct mt_file_header *h = (struct mt_file_header *)b->buf;
+
+	b->version = 2;
+	h->version = 2;
+	memset((char *)h + offsetof(struct mt_file_header, next_seq), 0,
+	       sizeof(*h) - offsetof(struct mt_file_header, next_seq));
 }
 
 void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base)
@@ -303,4 +317,59 @@ size_t tb_reach_blocks(struct tb *b, unsigned cls, uint32_t n, const uint64_t *a
 		prev = addr[i];
 	}
 	return tb_end(b, MT_REC_REACH_BLOCKS);
+}
+
+size_t tb_keyframe(struct tb *b, uint64_t round, uint32_t instance, uint64_t time, uint64_t events,
+                   const uint64_t counts[4], uint32_t nkinds, const uint64_t *kinds)
+{
+	tb_u(b, round);
+	tb_u(b, instance);
+	tb_u(b, time);
+	tb_u(b, events);
+	for (int i = 0; i < 4; i++)
+		tb_u(b, counts[i]);
+	tb_u(b, nkinds);
+	for (uint32_t i = 0; i < nkinds * TB_KIND_VALUES; i++)
+		tb_u(b, kinds[i]);
+	return tb_end(b, MT_REC_KEYFRAME);
+}
+
+size_t tb_key_items(struct tb *b, uint8_t type, uint32_t n, unsigned fields, const uint64_t *v)
+{
+	bool delta = type == MT_REC_KEY_BLOCKS || type == MT_REC_KEY_RANGES;
+	uint64_t prev = 0;
+
+	tb_u(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		for (unsigned f = 0; f < fields; f++) {
+			uint64_t x = v[i * fields + f];
+			tb_u(b, f == 0 && delta ? mt_zigzag((int64_t)(x - prev)) : x);
+			if (f == 0)
+				prev = x;
+		}
+	}
+	return tb_end(b, type);
+}
+
+size_t tb_key_end(struct tb *b, uint32_t instance, uint64_t round)
+{
+	tb_u(b, instance);
+	tb_u(b, round);
+	return tb_end(b, MT_REC_KEY_END);
+}
+
+size_t tb_round(struct tb *b, uint64_t round, uint64_t time, uint64_t usable, uint64_t instances)
+{
+	tb_u(b, round);
+	tb_u(b, time);
+	tb_u(b, usable);
+	tb_u(b, instances);
+	return tb_end(b, MT_REC_ROUND);
+}
+
+size_t tb_copy(struct tb *b, uint32_t instance, uint64_t seq)
+{
+	tb_u(b, instance);
+	tb_u(b, seq);
+	return tb_end(b, MT_REC_COPY);
 }

@@ -24,6 +24,8 @@ struct tb {
 	uint64_t time, addr;
 	uint8_t payload[16384];
 	size_t plen;
+	uint64_t seq;     /* the next chunk's */
+	uint32_t version; /* of the chunk headers written: MT_FORMAT_VERSION unless set to 2 */
 };
 
 void tb_init(struct tb *b, uint32_t chunk_size);
@@ -32,6 +34,8 @@ void tb_free_buf(struct tb *b);
 void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pid, uint32_t tid,
                     uint64_t base);
 void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base);
+/* A version 2 trace: the file header says so, and chunk headers have no seq. */
+void tb_version2(struct tb *b);
 
 /* Payload building, then tb_end writes type | length | payload; returns the record's offset. */
 void tb_u(struct tb *b, uint64_t v);
@@ -70,5 +74,17 @@ size_t tb_reach(struct tb *b, uint64_t time, unsigned status, uint64_t detail, u
                 uint64_t bytes, uint64_t scanned, uint64_t ns);
 /* A REACH_BLOCKS of class cls naming addr[0..n), deltas on the record's own register. */
 size_t tb_reach_blocks(struct tb *b, unsigned cls, uint32_t n, const uint64_t *addr);
+
+/* The ring consumer's records (docs/trace-format.md, 21 to 28). */
+/* kinds: nkinds x 11 values, in the record's order (kind, allocations, ... inherited_blocks) */
+#define TB_KIND_VALUES 11
+size_t tb_keyframe(struct tb *b, uint64_t round, uint32_t instance, uint64_t time, uint64_t events,
+                   const uint64_t counts[4], uint32_t nkinds, const uint64_t *kinds);
+/* A KEY_THREADS, KEY_BLOCKS, KEY_RANGES or KEY_STACKS of n items of `fields` values each,
+ * addresses (the first field of blocks and ranges) absolute: written as deltas. */
+size_t tb_key_items(struct tb *b, uint8_t type, uint32_t n, unsigned fields, const uint64_t *v);
+size_t tb_key_end(struct tb *b, uint32_t instance, uint64_t round);
+size_t tb_round(struct tb *b, uint64_t round, uint64_t time, uint64_t usable, uint64_t instances);
+size_t tb_copy(struct tb *b, uint32_t instance, uint64_t seq);
 
 #endif
