@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "heap-pages.h"
+#include "keyframes.h"
 #include "map.h"
 #include "pystacks.h"
 #include "replay.h"
@@ -112,6 +113,7 @@ struct mt_instance_priv {
 	uint64_t samples_cap;
 	uint32_t marks_cap;
 	const struct mt_clock_fit *fit;
+	const struct mt_keyframe *kf; /* a ring's: where the replay starts (keyframes.h) */
 };
 
 struct mt_replay {
@@ -121,6 +123,8 @@ struct mt_replay {
 	struct mt_map index; /* id -> index into instances (valid after sorting) */
 	struct mt_trace_stats stats;
 	struct mt_clock_fit fit;
+	struct mt_keyframes kf;
+	bool kf_read; /* kf is final: instances may point into it */
 };
 
 /* ---- first pass ---- */
@@ -176,6 +180,8 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 	for (int k = 0; k < MT_KIND_COUNT; k++)
 		mt_map_init(&in->priv->stack_stats[k], sizeof(struct mt_stack_stats));
 	in->id = id;
+	if (r->kf_read)
+		in->priv->kf = mt_keyframes_of(&r->kf, id);
 	*idx = r->ninstances++;
 	return in;
 }
@@ -378,7 +384,9 @@ static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
 	case MT_REC_PYSTACK:
 		return mt_pystacks_add_pystack(&in->priv->py, rec);
 	case MT_REC_MARK:
-		in->marks_total++;
+		/* a ring's replay starts at the keyframe: the marks before it are not replayed */
+		if (!in->priv->kf || rec->time >= in->priv->kf->time)
+			in->marks_total++;
 		return 0;
 	case MT_REC_SAMPLE:
 		mt_clock_fit_add(&r->fit, rec->time, rec->u.sample.ns);
@@ -475,6 +483,15 @@ static int cmp_instance(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* A definition a ring's consumer copied before it gave the chunk back (keyframes.h). */
+static int copied_definition(void *ctx, uint32_t instance, const struct mt_record *rec)
+{
+	struct mt_replay *r = ctx;
+	struct mt_instance *in = get_instance(r, instance);
+
+	return in ? first_pass_record(r, in, rec) : -ENOMEM;
+}
+
 int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err)
 {
 	struct mt_replay *r = calloc(1, sizeof(*r));
@@ -492,13 +509,22 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 	r->fit = trace->fit;
 	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
+	ret = mt_keyframes_read(&r->kf, trace, copied_definition, r, err);
+	r->kf_read = true;
+	for (uint32_t i = 0; i < r->ninstances; i++)
+		r->instances[i].priv->kf = mt_keyframes_of(&r->kf, r->instances[i].id);
 	for (uint64_t i = 0; i < slots && ret >= 0; i++) {
+		uint64_t slot = mt_reader_slot_by_seq(trace, i);
 		struct mt_instance *in;
 		struct mt_cursor c;
+		bool copied;
 
-		ret = mt_cursor_init(&c, trace, mt_reader_slot_by_seq(trace, i), err);
+		if (r->kf.ring && mt_map_get(&r->kf.copy_chunks, slot))
+			continue; /* the consumer's: read by mt_keyframes_read */
+		ret = mt_cursor_init(&c, trace, slot, err);
 		if (ret <= 0)
 			continue;
+		copied = mt_keyframes_copied(&r->kf, c.chunk.seq);
 		r->stats.chunks++;
 		in = get_instance(r, c.chunk.instance);
 		if (!in || add_chunk(in, &c.chunk) < 0) {
@@ -509,6 +535,8 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 			in->pid = c.chunk.pid;
 		c.skim_events = true; /* events are replayed in the second pass */
 		while ((ret = mt_cursor_next(&c, rec, err)) > 0) {
+			if (copied && mt_key_is_definition(rec->type))
+				continue; /* the copy's were read */
 			ret = first_pass_record(r, in, rec);
 			if (ret < 0)
 				break;
@@ -1052,6 +1080,7 @@ struct stream {
 	uint64_t key;
 	int phase; /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
 	bool mremap_tracked;
+	const struct mt_key_thread *resume; /* a keyframe holds the records before it */
 };
 
 static bool two_phase(const struct mt_record *rec)
@@ -1060,15 +1089,33 @@ static bool two_phase(const struct mt_record *rec)
 	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
 }
 
+/*
+ * Whether the keyframe the replay started from holds this record: 1 whole,
+ * 0 not at all, -1 its first half (the old block of a realloc or mremap).
+ */
+static int held(struct stream *s)
+{
+	const struct mt_key_thread *k = s->resume;
+	uint64_t off = s->rec.offset - s->cur.chunk.offset;
+
+	if (s->cur.chunk.seq < k->seq || (s->cur.chunk.seq == k->seq && off < k->offset))
+		return 1;
+	s->resume = NULL; /* the rest of the thread is not held */
+	return s->cur.chunk.seq == k->seq && off == k->offset && k->phase && two_phase(&s->rec) ? -1
+	                                                                                        : 0;
+}
+
 /* Next record of a thread, across its chunks: 1, 0 at its end, < 0 error. */
 static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error *err)
 {
 	for (;;) {
-		int ret = mt_cursor_next(&s->cur, &s->rec, err);
+		int ret = mt_cursor_next(&s->cur, &s->rec, err), part = 0;
 		if (ret < 0)
 			return ret;
+		if (ret > 0 && s->resume && (part = held(s)) == 1)
+			continue;
 		if (ret > 0) {
-			s->phase = two_phase(&s->rec) ? 0 : 1;
+			s->phase = two_phase(&s->rec) && part == 0 ? 0 : 1;
 			s->key = s->phase == 0
 			                 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
 			                                                  : s->rec.u.mremap.t0)
@@ -1077,6 +1124,11 @@ static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error
 		}
 		if (s->next_chunk >= s->th->n)
 			return 0;
+		if (s->resume &&
+		    r->trace->slots[s->th->chunks[s->next_chunk]].seq < s->resume->seq) {
+			s->next_chunk++; /* held whole by the keyframe */
+			continue;
+		}
 		ret = mt_cursor_init(&s->cur, r->trace, s->th->chunks[s->next_chunk++], err);
 		if (ret < 0)
 			return ret;
@@ -1254,6 +1306,80 @@ static int seed_child(struct mt_instance *in)
 	return 0;
 }
 
+/*
+ * A ring's instance starts from its keyframe: the live set and the
+ * running totals as the consumer had them at the keyframe's moment, each
+ * stack's totals and its figures at its kind's all-time peak.
+ */
+static int load_keyframe(struct mt_instance *in, const struct mt_keyframe *kf)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *l = p->live;
+	int ret;
+
+	p->now = kf->time;
+	in->window_start = kf->time;
+	for (uint32_t i = 0; i < kf->nkinds; i++) {
+		const struct mt_key_kind *k = &kf->kinds[i];
+		struct mt_kind_stats *s = &in->kind[k->kind];
+		s->allocations = k->allocations;
+		s->frees = k->frees;
+		s->bytes_allocated = k->bytes_allocated;
+		s->peak_bytes = k->peak_bytes;
+		s->peak_blocks = k->peak_blocks;
+		s->peak_time = k->peak_time;
+		s->failed = k->failed;
+		s->unknown_frees = k->unknown_frees;
+		s->inherited_bytes = k->inherited_bytes;
+		s->inherited_blocks = k->inherited_blocks;
+	}
+	for (uint64_t i = 0; i < kf->nblocks; i++) {
+		const struct mt_key_block *kb = &kf->blocks[i];
+		struct host_block *b;
+		bool created;
+
+		b = mt_map_put(&l->host, kb->addr, &created);
+		if (!b)
+			return -ENOMEM;
+		*b = (struct host_block){kb->size, kb->stack, kb->stack_instance, kb->kind,
+		                         kb->blocks};
+		if (kb->kind == MT_KIND_HOST && !in->sampling &&
+		    (ret = mt_heap_pages_add(&l->pages, kb->addr, kb->size)) < 0)
+			return ret;
+		ret = adjust(in, (enum mt_kind)kb->kind, kb->stack_instance, kb->stack,
+		             (int64_t)block_bytes(in, b), kb->blocks, 0, 0);
+		if (ret < 0)
+			return ret;
+	}
+	for (uint64_t i = 0; i < kf->nranges; i++) {
+		const struct mt_key_block *kr = &kf->ranges[i];
+		ret = range_insert(
+		        l, l->nranges,
+		        (struct range){kr->addr, kr->size, kr->stack, kr->stack_instance});
+		if (ret == 0)
+			ret = adjust(in, MT_KIND_MMAP, kr->stack_instance, kr->stack,
+			             (int64_t)kr->size, 1, 0, 0);
+		if (ret < 0)
+			return ret;
+	}
+	for (uint64_t i = 0; i < kf->nstacks; i++) {
+		const struct mt_key_stack *ks = &kf->stacks[i];
+		struct mt_stack_stats *s;
+		/* no change: makes the stack's entry if it holds nothing now */
+		ret = adjust(in, (enum mt_kind)ks->kind, ks->stack_instance, ks->stack, 0, 0, 0, 0);
+		if (ret < 0)
+			return ret;
+		s = mt_map_get(&p->stack_stats[ks->kind],
+		               (uint64_t)ks->stack_instance << 32 | ks->stack);
+		s->allocations = ks->allocations;
+		s->bytes_allocated = ks->bytes_allocated;
+		/* the peak's figures stand until the window makes a new peak of the kind */
+		s->peak_bytes = ks->peak_bytes;
+		s->peak_blocks = ks->peak_blocks;
+	}
+	return 0;
+}
+
 static int cmp_child(const void *a, const void *b)
 {
 	const struct mt_instance *x = *(struct mt_instance *const *)a,
@@ -1275,6 +1401,8 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 
 	p->fit = &r->fit;
 	p->even_start = in->have_process ? in->start_time : p->first_time;
+	if (p->kf && p->kf->time > p->even_start)
+		p->even_start = p->kf->time; /* growth over the window the ring kept */
 	if (!in->program_end || in->program_end > in->end_time)
 		in->program_end = in->end_time;
 	p->even_end = in->program_end > p->even_start ? in->program_end : p->even_start;
@@ -1282,13 +1410,15 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	in->series.n = in->series.marks ? in->marks_total : MT_EVEN_CHECKPOINTS;
 	in->series.start_ns = mt_clock_ns(&r->fit, p->even_start);
 	in->series.end_ns = mt_clock_ns(&r->fit, p->even_end);
-	if (p->seed) {
+	if (p->seed && !p->kf) {
 		ret = seed_child(in);
 		if (ret < 0)
 			goto out;
 	} else {
+		live_free(p->seed);
+		p->seed = NULL;
 		p->live = live_new();
-		if (!p->live)
+		if (!p->live || (p->kf && (ret = load_keyframe(in, p->kf)) < 0))
 			goto out;
 	}
 	children = calloc(p->nchildren + 1, sizeof(*children));
@@ -1308,6 +1438,9 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 		struct stream *s = &streams[t];
 		s->th = &p->threads[t];
 		s->cur.done = true;
+		for (uint64_t k = 0; p->kf && k < p->kf->nthreads; k++)
+			if (p->kf->threads[k].tid == s->th->tid)
+				s->resume = &p->kf->threads[k];
 		ret = stream_advance(r, s, err);
 		if (ret < 0)
 			goto out;
@@ -1440,7 +1573,13 @@ void mt_replay_free(struct mt_replay *r)
 	}
 	free(r->instances);
 	mt_map_free(&r->index);
+	mt_keyframes_free(&r->kf);
 	free(r);
+}
+
+const struct mt_keyframes *mt_replay_keyframes(const struct mt_replay *r)
+{
+	return &r->kf;
 }
 
 uint32_t mt_replay_instance_count(const struct mt_replay *r)

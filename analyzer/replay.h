@@ -185,6 +185,12 @@ struct mt_instance {
 	 * end_time without one. Set by mt_replay_run.
 	 */
 	uint64_t program_end;
+	/*
+	 * A ring (keyframes.h): the moment of the keyframe the replay started
+	 * from; the figures of moments (samples, marks, growth, temporaries)
+	 * are those from it on, the totals all-time. 0: the whole run.
+	 */
+	uint64_t window_start;
 	uint64_t records; /* records of all kinds in this instance's chunks */
 	uint64_t events;  /* ALLOC .. MREMAP records */
 	uint64_t chunks;
@@ -315,6 +321,9 @@ struct mt_trace_stats {
 	uint64_t records, events, unknown_records;
 };
 const struct mt_trace_stats *mt_replay_trace_stats(const struct mt_replay *r);
+/* A ring's consumer records as read (keyframes.h): ring is false for a trace without. */
+struct mt_keyframes;
+const struct mt_keyframes *mt_replay_keyframes(const struct mt_replay *r);
 /* Ticks to ns for this trace: the chunk headers' pairs and every SAMPLE's. */
 const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 
