@@ -315,17 +315,22 @@ static int walk_chunks(struct walk *w, bool rounds_only, struct mt_error *err)
 	return r < 0 ? r : 0;
 }
 
+void mt_keyframes_init(struct mt_keyframes *k)
+{
+	memset(k, 0, sizeof(*k));
+	mt_map_init(&k->round_of, sizeof(uint32_t));
+	mt_map_init(&k->final_of, sizeof(uint32_t));
+	mt_map_init(&k->copied, 0);
+	mt_map_init(&k->copy_chunks, 0);
+}
+
 int mt_keyframes_read(struct mt_keyframes *k, const struct mt_trace *t, mt_key_definition_fn def,
                       void *ctx, struct mt_error *err)
 {
 	struct walk w = {.k = k, .t = t, .def = def, .ctx = ctx};
 	int r;
 
-	memset(k, 0, sizeof(*k));
-	mt_map_init(&k->round_of, sizeof(uint32_t));
-	mt_map_init(&k->final_of, sizeof(uint32_t));
-	mt_map_init(&k->copied, 0);
-	mt_map_init(&k->copy_chunks, 0);
+	mt_keyframes_init(k);
 	r = walk_chunks(&w, true, err);
 	if (r == 0 && k->usable > k->round)
 		k->usable = k->round; /* a corrupt ROUND: read from the newest */

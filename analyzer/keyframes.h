@@ -69,6 +69,8 @@ struct mt_keyframes {
 /* Definitions read from a COPY: the instance's, as if in the copied chunk. */
 typedef int (*mt_key_definition_fn)(void *ctx, uint32_t instance, const struct mt_record *rec);
 
+/* An empty set: no ring. */
+void mt_keyframes_init(struct mt_keyframes *k);
 /* Reads the consumer's chunks of t (none: k->ring false). */
 int mt_keyframes_read(struct mt_keyframes *k, const struct mt_trace *t, mt_key_definition_fn def,
                       void *ctx, struct mt_error *err);

@@ -114,6 +114,7 @@ struct mt_instance_priv {
 	uint32_t marks_cap;
 	const struct mt_clock_fit *fit;
 	const struct mt_keyframe *kf; /* a ring's: where the replay starts (keyframes.h) */
+	bool no_pages; /* the ring's consumer: no heap pages (its memory is per block) */
 };
 
 struct mt_replay {
@@ -1010,6 +1011,12 @@ uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
 }
 
+/* Whether the pages live host blocks touch are kept: not sampled (nor the ring's consumer). */
+static bool keeps_pages(const struct mt_instance *in)
+{
+	return !in->sampling && !in->priv->no_pages;
+}
+
 /* The bytes a live block stands for: its size, or in a sampled instance its expected weight. */
 static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b)
 {
@@ -1028,7 +1035,7 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	l->removed_kind = copy.kind;
 	l->removed_size = copy.size;
 	l->removed_blocks = copy.blocks;
-	if (copy.kind == MT_KIND_HOST && !in->sampling)
+	if (copy.kind == MT_KIND_HOST && keeps_pages(in))
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
 	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
 	              -(int64_t)block_bytes(in, &copy), -(int64_t)copy.blocks, 0, 0);
@@ -1051,7 +1058,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		if (b->kind == MT_KIND_HOST && !in->sampling)
+		if (b->kind == MT_KIND_HOST && keeps_pages(in))
 			mt_heap_pages_remove(&l->pages, addr, b->size);
 		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
 		             -(int64_t)block_bytes(in, b), -(int64_t)b->blocks, 0, 0);
@@ -1063,7 +1070,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	b->stack = (uint32_t)stack;
 	b->stack_instance = in->id;
 	b->kind = kind;
-	if (kind == MT_KIND_HOST && !in->sampling &&
+	if (kind == MT_KIND_HOST && keeps_pages(in) &&
 	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
 		return ret;
 	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)w.bytes, w.blocks, w.blocks,
@@ -1171,15 +1178,19 @@ static void heap_up(struct stream **h, size_t i)
 	}
 }
 
-static int apply(struct mt_instance *in, struct stream *s)
+/*
+ * Applies one record (phase 0: the first half of a two-phase one) at
+ * `key`; *mremap_tracked carries an mremap's first half to its second.
+ */
+static int apply(struct mt_instance *in, const struct mt_record *rec, int phase, uint64_t key,
+                 bool *mremap_tracked)
 {
-	const struct mt_record *rec = &s->rec;
 	struct live *l = in->priv->live;
 	uint64_t removed;
 	bool found;
 	int ret = 0;
 
-	in->priv->now = s->key;
+	in->priv->now = key;
 	switch (rec->type) {
 	case MT_REC_ALLOC:
 		if (rec->u.alloc.addr == 0) {
@@ -1200,7 +1211,7 @@ static int apply(struct mt_instance *in, struct stream *s)
 			in->kind[rec->u.free.kind].unknown_frees++;
 		return ret;
 	case MT_REC_REALLOC:
-		if (s->phase == 0) {
+		if (phase == 0) {
 			ret = host_remove(in, l, rec->u.realloc.old, &found);
 			if (found)
 				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
@@ -1245,20 +1256,20 @@ static int apply(struct mt_instance *in, struct stream *s)
 			in->kind[MT_KIND_MMAP].frees++;
 		return ret;
 	case MT_REC_MREMAP:
-		if (s->phase == 0) {
+		if (phase == 0) {
 			ret = ranges_remove(in, l, rec->u.mremap.old,
 			                    page_round(rec->u.mremap.old_len), &removed);
 			/* a file mapping moved: not ours before, not ours after */
-			s->mremap_tracked = removed != 0;
+			*mremap_tracked = removed != 0;
 			return ret;
 		}
-		if (s->mremap_tracked)
+		if (*mremap_tracked)
 			ret = ranges_add(in, l, rec->u.mremap.addr, rec->u.mremap.len,
 			                 (uint32_t)rec->u.mremap.stack, in->id, false,
 			                 rec->u.mremap.len > rec->u.mremap.old_len
 			                         ? rec->u.mremap.len - rec->u.mremap.old_len
 			                         : 0);
-		s->mremap_tracked = false;
+		*mremap_tracked = false;
 		return ret;
 	case MT_REC_SAMPLE:
 		in->sample_count++;
@@ -1467,7 +1478,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 		}
 		if (cb && cb->before && (ret = cb->before(ctx, in, &s->rec, s->key)) != 0)
 			goto out;
-		ret = apply(in, s);
+		ret = apply(in, &s->rec, s->phase, s->key, &s->mremap_tracked);
 		if (ret < 0)
 			goto out;
 		if (s->phase == 0) {
@@ -1662,14 +1673,15 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		                     h->stack,
 		                     h->stack_instance,
 		                     (enum mt_kind)h->kind,
-		                     h->blocks};
+		                     h->blocks,
+		                     h->size};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
 	for (size_t i = 0; i < l->nranges; i++) {
 		const struct range *rg = &l->ranges[i];
-		struct mt_block b = {rg->addr,           rg->len,      rg->stack,
-		                     rg->stack_instance, MT_KIND_MMAP, 1};
+		struct mt_block b = {rg->addr,     rg->len, rg->stack, rg->stack_instance,
+		                     MT_KIND_MMAP, 1,       rg->len};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
@@ -1689,4 +1701,80 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 				return ret;
 	}
 	return 0;
+}
+
+/*
+ * ---- The ring's consumer (ring.c): the same replay, fed record by record
+ * as the chunks are written, an instance's live set and totals kept for
+ * its keyframes. Nothing of a moment is kept (no samples, marks, growth or
+ * heap pages): its memory grows with live blocks and stacks only.
+ */
+
+struct mt_replay *mt_replay_stream_new(const struct mt_trace *trace)
+{
+	struct mt_replay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->trace = trace;
+	r->fit = trace->fit;
+	r->kf_read = true;
+	mt_map_init(&r->index, sizeof(uint32_t));
+	mt_keyframes_init(&r->kf);
+	return r;
+}
+
+struct mt_instance *mt_replay_stream_instance(struct mt_replay *r, uint32_t id)
+{
+	struct mt_instance *in = get_instance(r, id);
+
+	if (in)
+		in->priv->no_pages = true;
+	return in;
+}
+
+int mt_replay_stream_define(struct mt_replay *r, struct mt_instance *in,
+                            const struct mt_record *rec)
+{
+	return first_pass_record(r, in, rec);
+}
+
+int mt_replay_stream_begin(struct mt_instance *in, const struct mt_instance *parent)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (parent && parent->priv->live) {
+		p->seed = live_copy(parent->priv->live);
+		return p->seed ? seed_child(in) : -ENOMEM;
+	}
+	p->live = live_new();
+	return p->live ? 0 : -ENOMEM;
+}
+
+bool mt_replay_stream_begun(const struct mt_instance *in)
+{
+	return in->priv->live != NULL;
+}
+
+int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, int phase,
+                           uint64_t key, bool *mremap_tracked)
+{
+	return apply(in, rec, phase, key, mremap_tracked);
+}
+
+void mt_replay_stream_peaks(struct mt_instance *in)
+{
+	finish_stack_stats(in);
+}
+
+bool mt_replay_two_phase(const struct mt_record *rec)
+{
+	return two_phase(rec);
+}
+
+struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id)
+{
+	const uint32_t *idx = mt_map_get(&r->index, id);
+
+	return idx ? &r->instances[*idx] : NULL;
 }

@@ -232,6 +232,7 @@ struct mt_block {
 	uint32_t stack_instance;
 	enum mt_kind kind;
 	uint32_t blocks;
+	uint64_t own_size; /* the block's own bytes (size is a sampled block's weight) */
 };
 
 /* Figures of one (stack, kind) within an instance; peak_* is at that kind's peak. */
@@ -352,5 +353,28 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
  */
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
                             int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);
+
+/*
+ * The ring's consumer (ring.c): the replay fed as the records come, with
+ * no first pass. Instances are made and found by id (a pointer lasts until
+ * the next instance is made); each record goes to mt_replay_stream_define
+ * (what the first pass takes of it), each event half, in time order, to
+ * mt_replay_stream_apply once the instance is begun (a forked child from
+ * its parent's live set at that moment). mt_replay_foreach_live and
+ * mt_replay_foreach_stack read the state; mt_replay_stream_peaks brings
+ * the per-stack peak figures up to date first. Free with mt_replay_free.
+ */
+struct mt_replay *mt_replay_stream_new(const struct mt_trace *trace);
+struct mt_instance *mt_replay_stream_instance(struct mt_replay *r, uint32_t id);
+int mt_replay_stream_define(struct mt_replay *r, struct mt_instance *in,
+                            const struct mt_record *rec);
+int mt_replay_stream_begin(struct mt_instance *in, const struct mt_instance *parent);
+bool mt_replay_stream_begun(const struct mt_instance *in);
+int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, int phase,
+                           uint64_t key, bool *mremap_tracked);
+void mt_replay_stream_peaks(struct mt_instance *in);
+struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id);
+/* Whether a record is two-phase: a realloc or mremap that gives an old block back at t0. */
+bool mt_replay_two_phase(const struct mt_record *rec);
 
 #endif

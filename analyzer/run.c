@@ -36,6 +36,7 @@
 #include <memtrace/trace-format.h>
 
 #include "commands.h"
+#include "ring.h"
 
 #define PRELOAD_NAME "libmemtrace.so"
 #define CUPTI_NAME   "libmemtrace-cupti.so" /* built only with the CUDA toolkit */
@@ -43,9 +44,11 @@
 static void usage(FILE *f)
 {
 	fputs("usage: memtrace run [-o FILE] [--depth N] [--interval MS] [--no-mmap] [--no-cuda]\n"
-	      "                    [--sampling BYTES] -- PROGRAM [ARGS...]\n"
+	      "                    [--sampling BYTES] [--ring SIZE] -- PROGRAM [ARGS...]\n"
 	      "  --sampling record one allocation per BYTES allocated on average (K, M, G\n"
 	      "             allowed; blocks over 5 x BYTES always): figures become estimates\n"
+	      "  --ring     keep the trace within SIZE bytes (K, M, G; 1M at least), its oldest\n"
+	      "             chunks written again once keyframes hold them (MEMTRACE_RING too)\n"
 	      "  --no-cuda  do not load libmemtrace-cupti.so into CUDA programs (by default it "
 	      "is,\n"
 	      "             through CUDA_INJECTION64_PATH, when it was built)\n",
@@ -119,6 +122,14 @@ static bool sampling_bytes(const char *s)
 	uint64_t v;
 
 	return !mt_parse_bytes(s, &v) && v >= 1 && v <= MT_SAMPLING_MAX;
+}
+
+/* --ring and MEMTRACE_RING: bytes from 1 MiB to 1 TiB, as the preload reads them. */
+static bool ring_bytes(const char *s)
+{
+	uint64_t v;
+
+	return !mt_parse_bytes(s, &v) && v >= MT_RING_MIN && v <= MT_RING_MAX;
 }
 
 /* MEMTRACE_OUTPUT with %p replaced by pid, as the preload does. */
@@ -316,6 +327,66 @@ static bool find_trace(const char *name, pid_t root, uint64_t since_ns, char *ou
 	return made_since >= 0 && suffixed(name, made_since, out, size);
 }
 
+/*
+ * The ring's consumer while the program runs (ring.h): it polls every 10 ms
+ * until the program ends, opening the trace once the program made it. It
+ * never waits for the program nor touches it; when it cannot go on it
+ * says so once, and the writers grow the file from then on.
+ */
+static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns)
+{
+	struct timespec tick = {0, 10 * 1000000};
+	char path[PATH_MAX + 8];
+	struct mt_ring *ring = NULL;
+	struct mt_ring_stats st;
+	bool stopped = false;
+	siginfo_t info;
+	int r;
+
+	for (;;) {
+		memset(&info, 0, sizeof(info));
+		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+		    errno != EINTR)
+			break;
+		if (info.si_pid == pid)
+			break;
+		if (!ring && !stopped) {
+			if (pattern)
+				expand(name, pid, path, sizeof(path));
+			if ((pattern || find_trace(name, pid, since_ns, path, sizeof(path))) &&
+			    (r = mt_ring_open(&ring, path)) < 0 && r != -ENOENT) {
+				fprintf(stderr,
+				        "memtrace: cannot consume the ring %s: %s; it grows\n",
+				        path, strerror(-r));
+				stopped = true;
+			}
+		}
+		if (ring && !stopped && (r = mt_ring_poll(ring, false)) < 0) {
+			fprintf(stderr,
+			        "memtrace: the ring's consumer stopped: %s; the trace grows\n",
+			        strerror(-r));
+			stopped = true;
+		}
+		nanosleep(&tick, NULL);
+	}
+	if (!ring)
+		return;
+	mt_ring_stats(ring, &st);
+	if (st.overflow)
+		fprintf(stderr,
+		        "memtrace: the ring grew %llu bytes past its size (the consumer fell "
+		        "behind "
+		        "or stopped); nothing was lost\n",
+		        (unsigned long long)st.overflow);
+	else
+		fprintf(stderr,
+		        "memtrace: the ring kept the trace within its size: %llu rounds of "
+		        "keyframes, "
+		        "%llu chunks written again\n",
+		        (unsigned long long)st.rounds, (unsigned long long)st.released);
+	mt_ring_close(ring);
+}
+
 static uint64_t realtime_ns(void)
 {
 	struct timespec t;
@@ -326,7 +397,8 @@ static uint64_t realtime_ns(void)
 
 int mt_cmd_run(int argc, char **argv)
 {
-	const char *output = "trace.bin", *depth = NULL, *interval = NULL, *sampling = NULL;
+	const char *output = "trace.bin", *depth = NULL, *interval = NULL, *sampling = NULL,
+	           *ring = getenv("MEMTRACE_RING");
 	char preload[PATH_MAX], cupti[PATH_MAX], file[PATH_MAX], trace[PATH_MAX + 8], *ld = NULL;
 	bool no_mmap = false, no_cuda = false, existed = false, found;
 	int i, status, pipefd[2], child_errno = 0;
@@ -366,6 +438,14 @@ int mt_cmd_run(int argc, char **argv)
 			if (!sampling_bytes(sampling)) {
 				fprintf(stderr,
 				        "memtrace run: --sampling takes bytes from 1 to 1G (K, "
+				        "M or G allowed)\n");
+				return MT_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--ring") && i + 1 < argc) {
+			ring = argv[++i];
+			if (!ring_bytes(ring)) {
+				fprintf(stderr,
+				        "memtrace run: --ring takes bytes from 1M to 1024G (K, "
 				        "M or G allowed)\n");
 				return MT_EXIT_USAGE;
 			}
@@ -435,6 +515,8 @@ int mt_cmd_run(int argc, char **argv)
 			setenv("MEMTRACE_MMAP", "0", 1);
 		if (sampling)
 			setenv("MEMTRACE_SAMPLING", sampling, 1);
+		if (ring)
+			setenv("MEMTRACE_RING", ring, 1);
 		/* the CUDA driver loads it: it sees allocations LD_PRELOAD cannot (static cudart)
 		 */
 		if (cupti[0])
@@ -453,6 +535,10 @@ int mt_cmd_run(int argc, char **argv)
 	while (read(pipefd[0], &child_errno, sizeof(child_errno)) < 0 && errno == EINTR)
 		;
 	close(pipefd[0]);
+	/* a bad MEMTRACE_RING is the preload's to say (it makes no ring) */
+	if (!child_errno && ring && ring_bytes(ring))
+		consume(pid, strstr(output, "%p") ? output : file, strstr(output, "%p") != NULL,
+		        started_ns);
 	if (wait_program(pid, &status) < 0)
 		status = 127 << 8;
 	if (child_errno) {

@@ -65,6 +65,27 @@ static uint64_t sampling(void)
 	return v;
 }
 
+/*
+ * MEMTRACE_RING: bytes, with an optional K, M or G; read by the process
+ * that creates the trace (the ring is the file's). At least 1 MiB: the
+ * consumer's keyframes and the threads' chunks in use need room.
+ */
+static uint64_t ring(void)
+{
+	const char *s = getenv("MEMTRACE_RING");
+	uint64_t v;
+
+	if (!s || !*s)
+		return 0;
+	if (mt_parse_bytes(s, &v) || (v && v < MT_RING_MIN) || v > MT_RING_MAX) {
+		mt_say("MEMTRACE_RING=%s is not a number of bytes (K, M or G allowed) from 1M to "
+		       "1024G; the trace grows",
+		       s);
+		return 0;
+	}
+	return v & ~(uint64_t)(MT_CHUNK_SIZE_MAX - 1);
+}
+
 /* MEMTRACE_SEED: any unsigned number; unset, each thread seeds from the clock. */
 static void seed(void)
 {
@@ -112,8 +133,11 @@ void mt_config_load(void)
 	mt_config.trace_mmap = flag("MEMTRACE_MMAP", true);
 	mt_config.python = flag("MEMTRACE_PYTHON", true);
 	mt_config.sampling = sampling();
+	mt_config.ring = ring();
 	seed();
-	/* the scan needs every live block; a sampled trace holds few of them */
-	mt_config.reachability = !mt_config.sampling && flag("MEMTRACE_REACHABILITY", true);
+	/* the scan needs every live block from the process's own records: a sampled trace
+	 * holds few of them, a ring may have given the early ones back */
+	mt_config.reachability =
+	        !mt_config.sampling && !mt_config.ring && flag("MEMTRACE_REACHABILITY", true);
 	unwinder();
 }

@@ -79,6 +79,7 @@ struct mt_config {
 	bool python;       /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
 	uint64_t sampling; /* MEMTRACE_SAMPLING: mean bytes between sampled blocks; 0 = all */
+	uint64_t ring;     /* MEMTRACE_RING: bytes the trace's chunks keep to; 0 = it grows */
 	uint64_t seed;     /* MEMTRACE_SEED: the sampling's random streams, when seed_set */
 	bool seed_set;
 };

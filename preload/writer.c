@@ -149,6 +149,7 @@ static void init_header(pid_t pid)
 	header->created_realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 	header->root_pid = (uint32_t)pid;
 	header->extended = MT_HEADER_SIZE;
+	header->ring_size = mt_config.ring;
 	atomic_signal_fence(memory_order_release);
 	memcpy(header->magic, MT_FILE_MAGIC, 8);
 }
@@ -548,26 +549,100 @@ static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
 #define MT_MADV_POPULATE_WRITE 23 /* the value in Linux's uapi headers */
 #endif
 
-/*
- * Claims and maps size bytes at the end of the file. On failure the file
- * is left ending where it ended: ext4 can extend a file in part before it
- * says ENOSPC, and a part chunk would read as a cut trace.
- */
-static uint8_t *map_chunk(struct mt_thread *t, uint32_t size, uint64_t *off_out)
+/* The ring's size class of a chunk size (a power of two from MT_CHUNK_SIZE_FIRST). */
+static unsigned size_class(uint32_t size)
 {
-	uint64_t off = atomic_fetch_add((_Atomic uint64_t *)&header->next_chunk, size);
+	unsigned c = 0;
+
+	while (c + 1 < MT_RING_CLASSES && (MT_CHUNK_SIZE_FIRST << c) < size)
+		c++;
+	return c;
+}
+
+/*
+ * An extent the ring's consumer gave back, of class c, popped off its
+ * Treiber stack (trace-format.h); 0 when there is none. The link is read
+ * with pread: a writer that popped the extent meanwhile may have written
+ * over it, and then the tag, bumped by every pop and push, fails the swap.
+ * Slow path.
+ */
+static uint64_t pop_free(int fd, unsigned c)
+{
+	_Atomic uint64_t *head = (_Atomic uint64_t *)&header->free_head[c];
+	uint64_t h = atomic_load(head);
+
+	while (h & 0xffffffffu) {
+		uint64_t off = header->header_size + ((h & 0xffffffffu) - 1) * MT_CHUNK_UNIT, next;
+		if (pread(fd, &next, sizeof(next), (off_t)(off + MT_FREE_LINK_OFFSET)) !=
+		    (ssize_t)sizeof(next))
+			return 0;
+		if (atomic_compare_exchange_weak(head, &h,
+		                                 ((h >> 32) + 1) << 32 | (next & 0xffffffffu)))
+			return off;
+	}
+	return 0;
+}
+
+/*
+ * Where the next chunk goes, and its size. A file that only grows: at its
+ * end. A ring: an extent given back, of this size or larger; else the end
+ * while the file stays within ring_size; else a smaller extent that holds
+ * at least min bytes; else the end all the same, counted in ring_overflow,
+ * so that an event is never lost to the ring (a consumer that died or fell
+ * behind gives nothing back).
+ */
+static uint64_t claim(int fd, uint32_t *size, uint32_t min)
+{
+	_Atomic uint64_t *next = (_Atomic uint64_t *)&header->next_chunk;
+	uint64_t limit = header->header_size + header->ring_size, off;
+	unsigned want = size_class(*size);
+
+	if (!header->ring_size)
+		return atomic_fetch_add(next, *size);
+	for (unsigned c = want; c < MT_RING_CLASSES; c++) {
+		if ((off = pop_free(fd, c))) {
+			*size = MT_CHUNK_SIZE_FIRST << c;
+			return off;
+		}
+	}
+	for (off = atomic_load(next); off + *size <= limit;)
+		if (atomic_compare_exchange_weak(next, &off, off + *size))
+			return off;
+	for (unsigned c = want; c-- > size_class(min);) {
+		if ((off = pop_free(fd, c))) {
+			*size = MT_CHUNK_SIZE_FIRST << c;
+			return off;
+		}
+	}
+	atomic_fetch_add((_Atomic uint64_t *)&header->ring_overflow, *size);
+	return atomic_fetch_add(next, *size);
+}
+
+/*
+ * Claims and maps a chunk of *size bytes (a ring may give one of another
+ * size, at least min). On failure the file is left ending where it ended:
+ * ext4 can extend a file in part before it says ENOSPC, and a part chunk
+ * would read as a cut trace.
+ */
+static uint8_t *map_chunk(struct mt_thread *t, uint32_t *size_io, uint32_t min, uint64_t *off_out)
+{
 	struct stat st;
+	uint64_t off;
+	uint32_t size;
 	uint8_t *p;
 	int fd, r;
 
-	if (past_size_limit(off + size)) {
-		/* extending would raise SIGXFSZ, which kills by default */
-		stop(t, "the trace would pass the file size limit (ulimit -f)", EFBIG, false);
-		return NULL;
-	}
 	fd = trace_fd_hold();
 	if (fd < 0) {
 		stop(t, "the trace file was closed, moved or replaced", -fd, true);
+		return NULL;
+	}
+	off = claim(fd, size_io, min);
+	size = *size_io;
+	if (past_size_limit(off + size)) {
+		/* extending would raise SIGXFSZ, which kills by default */
+		mt_fd_release(MT_FD_TRACE);
+		stop(t, "the trace would pass the file size limit (ulimit -f)", EFBIG, false);
 		return NULL;
 	}
 	r = posix_fallocate(fd, (off_t)off, size);
@@ -617,7 +692,7 @@ uint8_t *mt_writer_room_slow(size_t need)
 	while (size < need + hdr + MT_STOP_RESERVE)
 		size *= 2;
 	/* the new chunk first: if there is none, the old one holds the stop record */
-	p = map_chunk(t, size, &off);
+	p = map_chunk(t, &size, (uint32_t)(need + hdr + MT_STOP_RESERVE), &off);
 	if (!p) {
 		errno = saved;
 		return NULL;

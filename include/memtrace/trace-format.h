@@ -67,6 +67,9 @@ struct mt_file_header {
 	uint64_t free_head[7];
 };
 
+/* The sizes MEMTRACE_RING and memtrace run --ring take (rounded down to MT_CHUNK_SIZE_MAX). */
+#define MT_RING_MIN (1ull << 20)
+#define MT_RING_MAX (1ull << 40)
 /* Size classes of the ring's free extents: MT_CHUNK_SIZE_FIRST << i up to MT_CHUNK_SIZE_MAX. */
 #define MT_RING_CLASSES 7
 /* Where a free extent keeps its link: zero magic and size, so a reader steps over it. */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A long run in miniature, the same every time: N allocations of 16 to 215
+ * bytes, each filled and read back, 64 of them live at once, and one in
+ * every 1000 kept for ever from its own stack (a slow, steady leak). argv: N, and optionally a byte
+ * count to allocate and keep at the end, in 1 MiB blocks, until malloc fails or the process is
+ * killed (the OOM-killer test).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *volatile sink;
+
+__attribute__((noinline)) static void *leak(size_t size)
+{
+	void *p = malloc(size);
+
+	sink = p;
+	return p;
+}
+
+/* A block used as a program uses one: filled and read back (what paces the run). */
+__attribute__((noinline)) static void *churn(size_t size)
+{
+	unsigned char *p = malloc(size);
+	unsigned sum = 0;
+
+	memset(p, (int)size, size);
+	for (size_t i = 0; i < size; i++)
+		sum += p[i] * (unsigned)i;
+	sink = (void *)(uintptr_t)sum;
+	return p;
+}
+
+__attribute__((noinline)) static void hold_until_killed(long long bytes)
+{
+	for (long long got = 0; bytes < 0 || got < bytes; got += 1 << 20) {
+		char *p = malloc(1 << 20);
+		if (!p)
+			break;
+		memset(p, 1, 1 << 20); /* touched: the cgroup counts it */
+		sink = p;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	void *live[64] = {0};
+
+	for (long i = 0; i < n; i++) {
+		size_t size = 16 + (size_t)(i * 7919 % 200);
+		if (i % 1000 == 0) {
+			leak(size);
+			continue;
+		}
+		free(live[i % 64]);
+		live[i % 64] = churn(size);
+	}
+	for (int i = 0; i < 64; i++)
+		free(live[i]);
+	if (argc > 2)
+		hold_until_killed(atoll(argv[2]));
+	return 0;
+}
