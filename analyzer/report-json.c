@@ -433,6 +433,34 @@ static json_t *tree_json(const struct mt_analysis *a)
 	return o;
 }
 
+/*
+ * What a ring kept of the process (docs/json-report.md): from start_ns (ns
+ * from its start; 0: the whole run) the figures of moments; the totals,
+ * the peak and the leaks are all-time whatever the window.
+ */
+static json_t *window_json(const struct mt_analysis *a, const struct mt_instance *in)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "start_ns",
+	                    mt_json_u64(mt_analysis_since_start(a, in, in->window_start)));
+	json_object_set_new(o, "keyframe", json_boolean(in->window_start != 0));
+	return o;
+}
+
+/* The ring the trace was written in; null for a trace that only grew. */
+static json_t *ring_json(const struct mt_analysis *a)
+{
+	json_t *o;
+
+	if (!a->trace.header.ring_size)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "size", mt_json_u64(a->trace.header.ring_size));
+	json_object_set_new(o, "overflow_bytes", mt_json_u64(a->trace.header.ring_overflow));
+	return o;
+}
+
 json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 {
 	struct mt_sym *syms = calloc(MAX_FRAMES, sizeof(*syms));
@@ -441,6 +469,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 	json_object_set_new(root, "memtrace_report", json_integer(1));
 	json_object_set_new(root, "file", mt_json_text(file));
 	json_object_set_new(root, "events", mt_json_u64(a->events));
+	json_object_set_new(root, "ring", ring_json(a));
 	for (uint32_t i = 0; syms && i < a->nprocs; i++) {
 		const struct mt_process_result *p = &a->procs[i];
 		const struct mt_instance *in = p->in;
@@ -476,6 +505,7 @@ json_t *mt_report_json(struct mt_analysis *a, const char *file, unsigned top)
 		json_object_set_new(o, "events", mt_json_u64(in->events));
 		json_object_set_new(o, "lost_stack_events", mt_json_u64(in->lost_stack_events));
 		json_object_set_new(o, "sampling", sampling_json(in));
+		json_object_set_new(o, "window", window_json(a, in));
 		for (int k = 0; k < MT_KIND_COUNT; k++)
 			if (mt_kind_shown(in, (unsigned)k))
 				json_object_set_new(mem, mt_kind_name((unsigned)k),

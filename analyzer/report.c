@@ -357,6 +357,13 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 	printf(": %u process%s, %" PRIu64 " events\n", a->nprocs, a->nprocs == 1 ? "" : "es",
 	       a->events);
 	mt_cmd_sampling_note(stdout, "", a);
+	if (a->trace.header.ring_overflow) {
+		mt_size_text(b1, sizeof(b1), a->trace.header.ring_overflow);
+		printf("ring: the trace grew %s past its size (its consumer fell behind or "
+		       "stopped); "
+		       "no event was lost\n",
+		       b1);
+	}
 	for (uint32_t i = 0; i < a->nprocs; i++) {
 		const struct mt_process_result *p = &a->procs[i];
 		const struct mt_instance *in = p->in;
@@ -364,6 +371,13 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 		printf("\nprocess %u (ppid %u): ", in->pid, in->ppid);
 		mt_put_text(stdout, mt_cmd_command(in));
 		putchar('\n');
+		if (in->window_start)
+			printf("  ring: the window kept starts at %.3f s, at a keyframe; "
+			       "allocations, "
+			       "bytes, peak and leaks are all-time, sizes, temporaries and growth "
+			       "of "
+			       "the window\n",
+			       (double)mt_analysis_since_start(a, in, in->window_start) / 1e9);
 		switch (in->end) {
 		case MT_END_KILLED:
 			mt_size_text(b1, sizeof(b1), p->kind[MT_KIND_HOST].leaked_bytes);

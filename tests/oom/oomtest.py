@@ -80,6 +80,7 @@ def memory_cgroup(limit):
     def enter():
         with open(os.path.join(group, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
+    enter.procs = os.path.join(group, "cgroup.procs")  # for a process that enters itself
 
     try:
         yield enter

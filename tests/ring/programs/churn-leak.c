@@ -2,13 +2,16 @@
 /*
  * A long run in miniature, the same every time: N allocations of 16 to 215
  * bytes, each filled and read back, 64 of them live at once, and one in
- * every 1000 kept for ever from its own stack (a slow, steady leak). argv: N, and optionally a byte
+ * every 1000 (of 1 to 2 KiB) kept for ever from its own stack: a slow,
+ * steady leak. argv: N, and optionally a byte
  * count to allocate and keep at the end, in 1 MiB blocks, until malloc fails or the process is
  * killed (the OOM-killer test).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *volatile sink;
 
@@ -21,38 +24,57 @@ __attribute__((noinline)) static void *leak(size_t size)
 }
 
 /* A block used as a program uses one: filled and read back (what paces the run). */
+static int work = 1;
+
 __attribute__((noinline)) static void *churn(size_t size)
 {
 	unsigned char *p = malloc(size);
 	unsigned sum = 0;
 
-	memset(p, (int)size, size);
-	for (size_t i = 0; i < size; i++)
-		sum += p[i] * (unsigned)i;
+	for (int w = 0; w < work; w++) {
+		memset(p, (int)size + w, size);
+		for (size_t i = 0; i < size; i++)
+			sum += p[i] * (unsigned)i;
+	}
 	sink = (void *)(uintptr_t)sum;
 	return p;
 }
 
-__attribute__((noinline)) static void hold_until_killed(long long bytes)
+__attribute__((noinline)) static void hold_until_killed(long long bytes, int fd)
 {
+	unsigned held = 0;
+
 	for (long long got = 0; bytes < 0 || got < bytes; got += 1 << 20) {
 		char *p = malloc(1 << 20);
 		if (!p)
 			break;
 		memset(p, 1, 1 << 20); /* touched: the cgroup counts it */
 		sink = p;
+		held++;
+		if (fd >= 0 && write(fd, &held, sizeof(held)) < 0) {
+			/* no one listens */
+		}
 	}
 }
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
+	const char *cgroup = getenv("CHURN_CGROUP");
 	void *live[64] = {0};
+
+	if (getenv("CHURN_WORK"))
+		work = atoi(getenv("CHURN_WORK"));
+	if (cgroup) {
+		FILE *f = fopen(cgroup, "w");
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+			return 2;
+	}
 
 	for (long i = 0; i < n; i++) {
 		size_t size = 16 + (size_t)(i * 7919 % 200);
 		if (i % 1000 == 0) {
-			leak(size);
+			leak(1024 + (size_t)(i / 1000 * 37 % 1024));
 			continue;
 		}
 		free(live[i % 64]);
@@ -61,6 +83,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 64; i++)
 		free(live[i]);
 	if (argc > 2)
-		hold_until_killed(atoll(argv[2]));
+		hold_until_killed(atoll(argv[2]),
+		                  getenv("CHURN_FD") ? atoi(getenv("CHURN_FD")) : -1);
 	return 0;
 }

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: MIT
+"""The ring (memtrace run --ring): a run of churn-leak kept within its size
+reports what a full trace of the same run reports (allocations, bytes,
+peak, leaks at exit by stack; the growing stack, over the window it kept),
+and a run the OOM killer
+ends in a cgroup leaves its live set at death, block for block by stack.
+
+RING_ALLOCATIONS and RING_SIZE change the run (docs/testing.md: the
+acceptance run by hand is 50 million allocations in 64 MiB)."""
+import os
+import signal
+import subprocess
+
+from oomtest import BIN, MiB, check, functions, main, memory_cgroup, program, report, run, workdir
+
+ALLOCATIONS = int(os.environ.get("RING_ALLOCATIONS", "3000000"))
+RING = int(os.environ.get("RING_SIZE", str(16 * MiB)))
+# the pace: each block filled and read back this many times, so that the program allocates
+# no faster than the consumer replays on a loaded machine (docs/performance.md, The ring)
+WORK = os.environ.get("RING_WORK", "8")
+HEADER = 4096
+
+
+def memtrace_run(trace, argv, ring=None, env=None, **kw):
+    opts = ["--ring", str(RING)] if ring else []
+    e = dict(os.environ, MEMTRACE_REACHABILITY="0", CHURN_WORK=WORK, **(env or {}))
+    return subprocess.Popen([BIN, "run", "-o", trace] + opts + ["--"] + argv, env=e,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def by_function(stacks, function):
+    """(bytes, blocks) of the stacks that name function."""
+    rows = [s for s in stacks if function in functions(s)]
+    return sum(s["bytes"] for s in rows), sum(s["blocks"] for s in rows)
+
+
+def the_process(trace):
+    (proc,) = report(trace)["processes"]
+    return proc
+
+
+def test_same_as_full():
+    d = workdir()
+    runs = {}
+    for name, ring in (("full", False), ("ring", True)):
+        trace = os.path.join(d, name + ".bin")
+        p = memtrace_run(trace, [program("churn-leak"), str(ALLOCATIONS)], ring)
+        out, err = p.communicate(timeout=1800)
+        check(p.returncode == 0, f"{name}: memtrace run failed: {err.decode()}")
+        runs[name] = (trace, err.decode(), the_process(trace))
+    ring_trace, ring_err, ring = runs["ring"]
+    full_trace, _, full = runs["full"]
+    size = os.path.getsize(ring_trace)
+    check(size <= RING + HEADER, f"the ring's trace is {size} bytes, past {RING} + its header")
+    check("kept the trace within its size" in ring_err, f"memtrace run said: {ring_err}")
+    check(os.path.getsize(full_trace) > 4 * size, "the full trace is not larger: nothing was reused")
+    check(ring["window"]["start_ns"] > 0 and full["window"]["start_ns"] == 0,
+          f"windows: ring {ring['window']}, full {full['window']}")
+
+    f, r = full["memories"]["host"], ring["memories"]["host"]
+    for key in ("allocations", "frees", "bytes_allocated", "peak_bytes", "peak_blocks",
+                "leaked_bytes", "leaked_blocks", "failed_allocations", "unknown_frees",
+                "inherited_bytes"):
+        check(f[key] == r[key], f"host {key}: full {f[key]}, ring {r[key]}")
+    check(f["allocations"] >= ALLOCATIONS, f"{f['allocations']} allocations, not {ALLOCATIONS}")
+    leaks = ALLOCATIONS // 1000
+    for what in ("leak_stacks", "peak_stacks"):
+        for function in ("leak", "churn"):
+            a, b = by_function(f[what], function), by_function(r[what], function)
+            check(a == b, f"{what} of {function}: full {a}, ring {b}")
+    check(by_function(r["leak_stacks"], "leak")[1] == leaks,
+          f"the ring's leak stack holds {by_function(r['leak_stacks'], 'leak')}, not {leaks} blocks")
+    growth = {}
+    for name, proc in (("full", full), ("ring", ring)):
+        rows = [g for g in proc["diagnosis"]["growth"] if "leak" in functions(g["stack"])]
+        check(rows, f"{name}: the leak is not found growing: {proc['diagnosis']['growth']}")
+        growth[name] = rows[0]
+    # growth is the window's (docs/architecture.md, The ring): the same end, a later start
+    check(growth["full"]["end_bytes"] == growth["ring"]["end_bytes"],
+          f"growth end: full {growth['full']['end_bytes']}, ring {growth['ring']['end_bytes']}")
+    check(growth["ring"]["from_bytes"] >= growth["full"]["from_bytes"],
+          f"growth from: full {growth['full']['from_bytes']}, ring {growth['ring']['from_bytes']}")
+
+
+def hold_until_killed(ring, cgroup):
+    """churn-leak, then 1 MiB blocks until the OOM killer ends it: (trace, blocks it said it held)."""
+    d = workdir()
+    trace = os.path.join(d, ("ring" if ring else "full") + ".bin")
+    rd, wr = os.pipe()
+    p = memtrace_run(trace, [program("churn-leak"), str(ALLOCATIONS // 10), "-1"], ring,
+                     env={"CHURN_CGROUP": cgroup, "CHURN_FD": str(wr)}, pass_fds=(wr,))
+    os.close(wr)
+    held = 0
+    while True:
+        got = os.read(rd, 4)
+        if not got:
+            break
+        held = int.from_bytes(got, "little")
+    os.close(rd)
+    p.communicate(timeout=600)
+    check(p.returncode == -signal.SIGKILL, f"expected the OOM killer's SIGKILL, got {p.returncode}")
+    return trace, held
+
+
+def test_oom_killed():
+    with memory_cgroup(64 * MiB) as enter:
+        procs = {}
+        for ring in (False, True):
+            trace, held = hold_until_killed(ring, enter.procs)
+            proc = the_process(trace)
+            check(proc["end"] == "killed", f"end is {proc['end']}")
+            procs[ring] = (proc, held)
+    leaks = ALLOCATIONS // 10 // 1000
+    for ring, (proc, held) in procs.items():
+        host = proc["memories"]["host"]
+        leak, hold, churn = (by_function(host["leak_stacks"], f) for f in
+                             ("leak", "hold_until_killed", "churn"))
+        check(leak[1] == leaks and leak == by_function(procs[False][0]["memories"]["host"]["leak_stacks"], "leak"),
+              f"ring={ring}: the leak at death is {leak}")
+        check(churn == (0, 0), f"ring={ring}: churn's blocks live at death: {churn}")
+        # the kill came in the memset of the next block, or in its malloc
+        check(hold[1] in (held, held + 1) and hold[0] == hold[1] * MiB,
+              f"ring={ring}: {hold} held at death, the program said {held} blocks")
+        check(host["leaked_blocks"] == leak[1] + hold[1], f"ring={ring}: {host['leaked_blocks']} blocks live at death")
+
+
+main({"same_as_full": test_same_as_full, "oom_killed": test_oom_killed})
