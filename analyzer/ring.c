@@ -38,6 +38,7 @@
 #include "keyframes.h"
 #include "map.h"
 #include "memtrace/crc32c.h"
+#include "memtrace/ring-claim.h"
 #include "reader.h"
 #include "replay.h"
 #include "ring.h"
@@ -258,19 +259,10 @@ void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s)
 
 /* ---- extents: claimed and given back as the writers do (preload/writer.c) ---- */
 
-static unsigned size_class(uint32_t size)
-{
-	unsigned k = 0;
-
-	while (k + 1 < MT_RING_CLASSES && (MT_CHUNK_SIZE_FIRST << k) < size)
-		k++;
-	return k;
-}
-
 /* Gives an extent back: zeros, its link, on its class's free stack. */
 static int give_back(struct mt_ring *c, uint64_t off, uint32_t size)
 {
-	_Atomic uint64_t *head = (_Atomic uint64_t *)&c->header->free_head[size_class(size)];
+	_Atomic uint64_t *head = (_Atomic uint64_t *)&c->header->free_head[mt_ring_class(size)];
 	uint64_t unit = (off - c->header->header_size) / MT_CHUNK_UNIT + 1, h, link;
 
 	if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, size) < 0)
@@ -286,41 +278,10 @@ static int give_back(struct mt_ring *c, uint64_t off, uint32_t size)
 	return 0;
 }
 
-static uint64_t pop_free(struct mt_ring *c, unsigned k)
+static bool read_link(void *ctx, uint64_t off, uint64_t *link)
 {
-	_Atomic uint64_t *head = (_Atomic uint64_t *)&c->header->free_head[k];
-	uint64_t h = atomic_load(head);
-
-	while (h & 0xffffffffu) {
-		uint64_t off = c->header->header_size + ((h & 0xffffffffu) - 1) * MT_CHUNK_UNIT,
-		         next;
-		if (pread(c->fd, &next, sizeof(next), (off_t)(off + MT_FREE_LINK_OFFSET)) !=
-		    (ssize_t)sizeof(next))
-			return 0;
-		if (atomic_compare_exchange_weak(head, &h,
-		                                 ((h >> 32) + 1) << 32 | (next & 0xffffffffu)))
-			return off;
-	}
-	return 0;
-}
-
-/* An extent for a chunk of the consumer's (the writers' order: give-backs, growth, overflow). */
-static uint64_t claim(struct mt_ring *c, uint32_t *size)
-{
-	_Atomic uint64_t *next = (_Atomic uint64_t *)&c->header->next_chunk;
-	uint64_t limit = c->header->header_size + c->header->ring_size, off;
-
-	for (unsigned k = size_class(*size); k < MT_RING_CLASSES; k++) {
-		if ((off = pop_free(c, k))) {
-			*size = MT_CHUNK_SIZE_FIRST << k;
-			return off;
-		}
-	}
-	for (off = atomic_load(next); off + *size <= limit;)
-		if (atomic_compare_exchange_weak(next, &off, off + *size))
-			return off;
-	atomic_fetch_add((_Atomic uint64_t *)&c->header->ring_overflow, *size);
-	return atomic_fetch_add(next, *size);
+	return pread(*(int *)ctx, link, sizeof(*link), (off_t)(off + MT_FREE_LINK_OFFSET)) ==
+	       (ssize_t)sizeof(*link);
 }
 
 /* ---- the consumer's own chunks ---- */
@@ -342,7 +303,7 @@ static void own_seal(struct own *o)
 static int own_new(struct mt_ring *c, struct own *o, uint32_t tid)
 {
 	uint32_t size = OWN_CHUNK;
-	uint64_t off = claim(c, &size), end = off + size;
+	uint64_t off = mt_ring_claim(c->header, &size, size, read_link, &c->fd), end = off + size;
 	struct mt_chunk_header *ch;
 	int r;
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -339,6 +340,7 @@ static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns
 	char path[PATH_MAX + 8];
 	struct mt_ring *ring = NULL;
 	struct mt_ring_stats st;
+	struct rusage use;
 	bool stopped = false;
 	siginfo_t info;
 	int r;
@@ -381,9 +383,16 @@ static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns
 	else
 		fprintf(stderr,
 		        "memtrace: the ring kept the trace within its size: %llu rounds of "
-		        "keyframes, "
-		        "%llu chunks written again\n",
+		        "keyframes, %llu chunks written again\n",
 		        (unsigned long long)st.rounds, (unsigned long long)st.released);
+	/* the consumer is this process (the program is a child): its cost, for docs/performance.md
+	 */
+	if (getrusage(RUSAGE_SELF, &use) == 0)
+		fprintf(stderr,
+		        "memtrace: the ring's consumer used %.2f s of CPU and %ld KiB of memory\n",
+		        (double)use.ru_utime.tv_sec + (double)use.ru_stime.tv_sec +
+		                (double)(use.ru_utime.tv_usec + use.ru_stime.tv_usec) / 1e6,
+		        use.ru_maxrss);
 	mt_ring_close(ring);
 }
 

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "memtrace/crc32c.h"
+#include "memtrace/ring-claim.h"
 #include "mt.h"
 
 uint32_t mt_instance;
@@ -549,73 +550,11 @@ static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
 #define MT_MADV_POPULATE_WRITE 23 /* the value in Linux's uapi headers */
 #endif
 
-/* The ring's size class of a chunk size (a power of two from MT_CHUNK_SIZE_FIRST). */
-static unsigned size_class(uint32_t size)
+/* A free extent's link, read with pread (the chunk is not mapped). Slow path. */
+static bool read_link(void *ctx, uint64_t off, uint64_t *link)
 {
-	unsigned c = 0;
-
-	while (c + 1 < MT_RING_CLASSES && (MT_CHUNK_SIZE_FIRST << c) < size)
-		c++;
-	return c;
-}
-
-/*
- * An extent the ring's consumer gave back, of class c, popped off its
- * Treiber stack (trace-format.h); 0 when there is none. The link is read
- * with pread: a writer that popped the extent meanwhile may have written
- * over it, and then the tag, bumped by every pop and push, fails the swap.
- * Slow path.
- */
-static uint64_t pop_free(int fd, unsigned c)
-{
-	_Atomic uint64_t *head = (_Atomic uint64_t *)&header->free_head[c];
-	uint64_t h = atomic_load(head);
-
-	while (h & 0xffffffffu) {
-		uint64_t off = header->header_size + ((h & 0xffffffffu) - 1) * MT_CHUNK_UNIT, next;
-		if (pread(fd, &next, sizeof(next), (off_t)(off + MT_FREE_LINK_OFFSET)) !=
-		    (ssize_t)sizeof(next))
-			return 0;
-		if (atomic_compare_exchange_weak(head, &h,
-		                                 ((h >> 32) + 1) << 32 | (next & 0xffffffffu)))
-			return off;
-	}
-	return 0;
-}
-
-/*
- * Where the next chunk goes, and its size. A file that only grows: at its
- * end. A ring: an extent given back, of this size or larger; else the end
- * while the file stays within ring_size; else a smaller extent that holds
- * at least min bytes; else the end all the same, counted in ring_overflow,
- * so that an event is never lost to the ring (a consumer that died or fell
- * behind gives nothing back).
- */
-static uint64_t claim(int fd, uint32_t *size, uint32_t min)
-{
-	_Atomic uint64_t *next = (_Atomic uint64_t *)&header->next_chunk;
-	uint64_t limit = header->header_size + header->ring_size, off;
-	unsigned want = size_class(*size);
-
-	if (!header->ring_size)
-		return atomic_fetch_add(next, *size);
-	for (unsigned c = want; c < MT_RING_CLASSES; c++) {
-		if ((off = pop_free(fd, c))) {
-			*size = MT_CHUNK_SIZE_FIRST << c;
-			return off;
-		}
-	}
-	for (off = atomic_load(next); off + *size <= limit;)
-		if (atomic_compare_exchange_weak(next, &off, off + *size))
-			return off;
-	for (unsigned c = want; c-- > size_class(min);) {
-		if ((off = pop_free(fd, c))) {
-			*size = MT_CHUNK_SIZE_FIRST << c;
-			return off;
-		}
-	}
-	atomic_fetch_add((_Atomic uint64_t *)&header->ring_overflow, *size);
-	return atomic_fetch_add(next, *size);
+	return pread(*(int *)ctx, link, sizeof(*link), (off_t)(off + MT_FREE_LINK_OFFSET)) ==
+	       (ssize_t)sizeof(*link);
 }
 
 /*
@@ -637,7 +576,7 @@ static uint8_t *map_chunk(struct mt_thread *t, uint32_t *size_io, uint32_t min, 
 		stop(t, "the trace file was closed, moved or replaced", -fd, true);
 		return NULL;
 	}
-	off = claim(fd, size_io, min);
+	off = mt_ring_claim(header, size_io, min, read_link, &fd);
 	size = *size_io;
 	if (past_size_limit(off + size)) {
 		/* extending would raise SIGXFSZ, which kills by default */

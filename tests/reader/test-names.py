@@ -81,7 +81,8 @@ with tempfile.TemporaryDirectory() as d:
 
 # docs/json-report.md
 PROCESS = {"pid", "ppid", "instance", "parent_instance", "origin", "command", "exe", "end", "stop_errno",
-           "exit_status", "exit_how", "exec_path", "threads", "events", "lost_stack_events", "sampling", "memories",
+           "exit_status", "exit_how", "exec_path", "threads", "events", "lost_stack_events", "sampling", "window",
+           "memories",
            "diagnosis", "reachability_scan"}
 KIND = {"allocations", "frees", "bytes_allocated", "temporary_allocations", "peak_bytes", "peak_blocks",
         "peak_time_ns", "leaked_bytes", "leaked_blocks", "live_at_end_bytes", "live_at_end_blocks",
