@@ -358,8 +358,9 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
  * The ring's consumer (ring.c): the replay fed as the records come, with
  * no first pass. Instances are made and found by id (a pointer lasts until
  * the next instance is made); each record goes to mt_replay_stream_define
- * (what the first pass takes of it), each event half, in time order, to
- * mt_replay_stream_apply once the instance is begun (a forked child from
+ * (what the first pass takes of it), each event half (ALLOC .. MREMAP, no
+ * other record), in time order, to mt_replay_stream_apply once the
+ * instance is begun (a forked child from
  * its parent's live set at that moment). mt_replay_foreach_live and
  * mt_replay_foreach_stack read the state; mt_replay_stream_peaks brings
  * the per-stack peak figures up to date first. Free with mt_replay_free.

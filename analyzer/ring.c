@@ -595,8 +595,10 @@ static int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool
 		}
 		if (r <= 0)
 			return 0; /* not written yet (or damaged: it stays, and the file grows) */
-		/* what the first pass takes (PROCESS, EXIT, ...): nothing of an event */
-		if (!mt_record_is_event(t->rec.type) &&
+		/* what the first pass takes of how the instance starts and ends; not the
+		 * stacks, modules and code objects (the reader has them from the trace) */
+		if ((t->rec.type == MT_REC_PROCESS || t->rec.type == MT_REC_EXIT ||
+		     t->rec.type == MT_REC_EXEC || t->rec.type == MT_REC_LOST) &&
 		    (r = mt_replay_stream_define(
 		             c->replay, mt_replay_find_instance_mut(c->replay, t->instance),
 		             &t->rec)) < 0)
@@ -677,7 +679,10 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 		if (best->key > next_child &&
 		    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
 			return r;
-		if ((r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
+		/* events only: a sample or a mark is a moment's, which the consumer does not keep
+		 */
+		if (mt_record_is_event(best->rec.type) &&
+		    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
 		                                &best->tracked)) < 0)
 			return r;
 		if (best->phase == 0) {

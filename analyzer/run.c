@@ -328,6 +328,21 @@ static bool find_trace(const char *name, pid_t root, uint64_t since_ns, char *ou
 	return made_since >= 0 && suffixed(name, made_since, out, size);
 }
 
+/* This process's anonymous resident memory (RssAnon, /proc/self/status) in KiB; 0 unknown. */
+static unsigned long long rss_anon_kib(void)
+{
+	char line[128];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 /*
  * The ring's consumer while the program runs (ring.h): it polls every 10 ms
  * until the program ends, opening the trace once the program made it. It
@@ -385,14 +400,15 @@ static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns
 		        "memtrace: the ring kept the trace within its size: %llu rounds of "
 		        "keyframes, %llu chunks written again\n",
 		        (unsigned long long)st.rounds, (unsigned long long)st.released);
-	/* the consumer is this process (the program is a child): its cost, for docs/performance.md
-	 */
+	/* the consumer is this process (the program is a child): its cost, for
+	 * docs/performance.md; its own memory, not the trace's pages it maps */
 	if (getrusage(RUSAGE_SELF, &use) == 0)
 		fprintf(stderr,
-		        "memtrace: the ring's consumer used %.2f s of CPU and %ld KiB of memory\n",
+		        "memtrace: the ring's consumer used %.2f s of CPU and holds %llu KiB of "
+		        "memory of its own\n",
 		        (double)use.ru_utime.tv_sec + (double)use.ru_stime.tv_sec +
 		                (double)(use.ru_utime.tv_usec + use.ru_stime.tv_usec) / 1e6,
-		        use.ru_maxrss);
+		        rss_anon_kib());
 	mt_ring_close(ring);
 }
 

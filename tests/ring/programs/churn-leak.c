@@ -15,6 +15,9 @@
 
 static void *volatile sink;
 
+/* The preload's, when traced (a MARK record, which the ring's consumer reads past). */
+extern int memtrace_mark(const char *label) __attribute__((weak));
+
 __attribute__((noinline)) static void *leak(size_t size)
 {
 	void *p = malloc(size);
@@ -63,6 +66,8 @@ int main(int argc, char **argv)
 	const char *cgroup = getenv("CHURN_CGROUP");
 	void *live[64] = {0};
 
+	if (memtrace_mark)
+		memtrace_mark("start");
 	if (getenv("CHURN_WORK"))
 		work = atoi(getenv("CHURN_WORK"));
 	if (cgroup) {
