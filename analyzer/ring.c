@@ -655,8 +655,8 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 	uint64_t next_child = 0;
 	int r;
 
-	if (!in)
-		return 0;
+	if (!in || !in->have_process)
+		return 0; /* its PROCESS, the first record it writes, is not here yet */
 	if (!mt_replay_stream_begun(in)) {
 		if (in->origin == MT_ORIGIN_FORK &&
 		    mt_replay_find_instance(c->replay, in->parent_instance))
@@ -1000,6 +1000,15 @@ int mt_ring_poll(struct mt_ring *c, bool ended)
 		w = UINT64_MAX;
 	if ((r = map_to(c, end)) < 0 || (r = walk(c, end)) < 0)
 		return r;
+	/* every new instance's PROCESS first: a parent's merge seeds the children forked
+	 * before the records it applies, so it must know them all */
+	for (uint32_t i = 0; i < c->ninsts; i++) {
+		const struct mt_instance *in = mt_replay_find_instance(c->replay, c->insts[i].id);
+		for (uint32_t t = 0; in && !in->have_process && t < c->insts[i].nthreads; t++)
+			if ((r = fill(c, &c->threads[c->insts[i].threads[t]], &c->insts[i],
+			              ended)) < 0)
+				return r;
+	}
 	for (uint32_t i = 0; i < c->ninsts; i++) {
 		const struct mt_instance *in = mt_replay_find_instance(c->replay, c->insts[i].id);
 		if (!c->insts[i].dead && in && in->end == MT_END_EXIT && process_gone(in))

@@ -82,6 +82,29 @@ def test_same_as_full():
           f"growth from: full {growth['full']['from_bytes']}, ring {growth['ring']['from_bytes']}")
 
 
+def test_forked():
+    """Each process its own live set, a forked child from its parent's: every instance's
+    figures are the full trace's, whether its window starts at a keyframe or not."""
+    d = workdir()
+    procs = {}
+    for name, ring in (("full", False), ("ring", True)):
+        trace = os.path.join(d, name + ".bin")
+        p = memtrace_run(trace, [program("fork-churn"), str(ALLOCATIONS)], ring)
+        _, err = p.communicate(timeout=1800)
+        check(p.returncode == 0, f"{name}: memtrace run failed: {err.decode()}")
+        procs[name] = report(trace)["processes"]
+    check(len(procs["full"]) == 4 == len(procs["ring"]), f"{len(procs['ring'])} processes")
+    check(any(p["origin"] == "fork" and p["window"]["keyframe"] for p in procs["ring"]),
+          "no forked child starts from a keyframe: the ring did not roll over a fork")
+    for f, r in zip(procs["full"], procs["ring"]):
+        a, b = f["memories"]["host"], r["memories"]["host"]
+        for key in ("allocations", "frees", "bytes_allocated", "peak_bytes", "peak_blocks",
+                    "leaked_bytes", "leaked_blocks", "inherited_bytes", "inherited_blocks",
+                    "unknown_frees"):
+            check(a[key] == b[key], f"{f['origin']} {f['instance']} {key}: full {a[key]}, ring {b[key]}")
+    check(procs["ring"][1]["memories"]["host"]["inherited_blocks"] > 1000, "the first child inherited nothing")
+
+
 def hold_until_killed(ring, cgroup):
     """churn-leak, then 1 MiB blocks until the OOM killer ends it: (trace, blocks it said it held)."""
     d = workdir()
@@ -124,4 +147,4 @@ def test_oom_killed():
         check(host["leaked_blocks"] == leak[1] + hold[1], f"ring={ring}: {host['leaked_blocks']} blocks live at death")
 
 
-main({"same_as_full": test_same_as_full, "oom_killed": test_oom_killed})
+main({"same_as_full": test_same_as_full, "forked": test_forked, "oom_killed": test_oom_killed})
