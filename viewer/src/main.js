@@ -60,7 +60,7 @@ function processPanel(data, proc, report) {
       el('p', { class: 'facts' }, `pid ${report.pid}, ppid ${report.ppid}, ${report.origin}; ${ending(report)}; `,
         `${plural(report.threads, 'thread')}, ${exact(report.events)} events`,
         report.lost_stack_events ? `; ${exact(report.lost_stack_events)} events without a stack` : '',
-        sampledNote(report.sampling)),
+        sampledNote(report.sampling), windowNote(report.window)),
       diagnosisSection(report),
       timeline.element,
       flame.element,
@@ -79,6 +79,13 @@ function sampledNote(sampling) {
   if (!sampling) return '';
   return `; sampled capture: host figures are estimates (one allocation sampled per ${size(sampling.interval_bytes)} ` +
     `allocated on average; blocks over ${size(sampling.exact_above_bytes)} recorded exactly)`;
+}
+
+// A ring (docs/architecture.md, The ring): what it kept starts at a keyframe; absent in older reports.
+function windowNote(window) {
+  if (!window || !window.keyframe) return '';
+  return `; a ring kept the run from ${seconds(window.start_ns)} (a keyframe): the timeline, sizes, ` +
+    'temporaries and growth are of that window; allocations, bytes, the peak and the leaks are all-time';
 }
 
 // The memory the header gives: Pss first (each shared page divided among the
