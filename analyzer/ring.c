@@ -107,7 +107,9 @@ struct mt_ring {
 	uint64_t *done;        /* offsets of done chunks, in the order they were done */
 	size_t ndone, done_cap;
 	struct own keep, rounds;
-	uint64_t *own_rounds; /* offset << 8 | round: the round chunks written */
+	/* the round chunks written: offset << 12 | size class << 8 | round (an extent keeps
+	 * its size: a chunk may be larger than OWN_CHUNK when that is what was free) */
+	uint64_t *own_rounds;
 	size_t nown, own_cap;
 	uint64_t round, since_round, last_keyframe_bytes;
 	uint64_t margin_ticks;
@@ -341,7 +343,7 @@ static int own_new(struct mt_ring *c, struct own *o, uint32_t tid)
 			c->own_rounds = p;
 			c->own_cap = cap;
 		}
-		c->own_rounds[c->nown++] = off << 8 | (c->round & 0xff);
+		c->own_rounds[c->nown++] = off << 12 | mt_ring_class(size) << 8 | (c->round & 0xff);
 	}
 	return 0;
 }
@@ -945,16 +947,18 @@ static int release(struct mt_ring *c)
 			return r;
 		mt_map_del(&c->chunks, off);
 	}
+	/* the keep stream's chunk stays open until it is full: sealed each round, its rest
+	 * would be lost each round, and the stream would grow with time, not with stacks */
 	c->ndone = kept;
-	own_seal(&c->keep); /* the copies are whole before their chunks are written again */
 	kept = 0;
 	for (size_t i = 0; i < c->nown; i++) {
-		uint64_t off = c->own_rounds[i] >> 8, round = c->own_rounds[i] & 0xff;
+		uint64_t off = c->own_rounds[i] >> 12, round = c->own_rounds[i] & 0xff;
+		uint32_t size = MT_CHUNK_SIZE_FIRST << (c->own_rounds[i] >> 8 & 0xf);
 		if (((c->round - round) & 0xff) < 2) {
 			c->own_rounds[kept++] = c->own_rounds[i];
 			continue;
 		}
-		if ((r = give_back(c, off, OWN_CHUNK)) < 0)
+		if ((r = give_back(c, off, size)) < 0)
 			return r;
 	}
 	c->nown = kept;

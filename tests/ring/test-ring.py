@@ -39,17 +39,24 @@ def the_process(trace):
     return proc
 
 
-def test_same_as_full():
+def full_and_ring(argv):
+    """argv run twice, in full and in the ring: {"full": (trace, stderr), "ring": ...}."""
     d = workdir()
     runs = {}
     for name, ring in (("full", False), ("ring", True)):
         trace = os.path.join(d, name + ".bin")
-        p = memtrace_run(trace, [program("churn-leak"), str(ALLOCATIONS)], ring)
-        out, err = p.communicate(timeout=1800)
+        p = memtrace_run(trace, argv, ring)
+        _, err = p.communicate(timeout=1800)
         check(p.returncode == 0, f"{name}: memtrace run failed: {err.decode()}")
-        runs[name] = (trace, err.decode(), the_process(trace))
-    ring_trace, ring_err, ring = runs["ring"]
-    full_trace, _, full = runs["full"]
+        runs[name] = (trace, err.decode())
+    return runs
+
+
+def test_same_as_full():
+    runs = full_and_ring([program("churn-leak"), str(ALLOCATIONS)])
+    ring_trace, ring_err = runs["ring"]
+    full_trace, _ = runs["full"]
+    ring, full = the_process(ring_trace), the_process(full_trace)
     size = os.path.getsize(ring_trace)
     check(size <= RING + HEADER, f"the ring's trace is {size} bytes, past {RING} + its header")
     check("kept the trace within its size" in ring_err, f"memtrace run said: {ring_err}")
@@ -85,14 +92,8 @@ def test_same_as_full():
 def test_forked():
     """Each process its own live set, a forked child from its parent's: every instance's
     figures are the full trace's, whether its window starts at a keyframe or not."""
-    d = workdir()
-    procs = {}
-    for name, ring in (("full", False), ("ring", True)):
-        trace = os.path.join(d, name + ".bin")
-        p = memtrace_run(trace, [program("fork-churn"), str(ALLOCATIONS)], ring)
-        _, err = p.communicate(timeout=1800)
-        check(p.returncode == 0, f"{name}: memtrace run failed: {err.decode()}")
-        procs[name] = report(trace)["processes"]
+    runs = full_and_ring([program("fork-churn"), str(ALLOCATIONS)])
+    procs = {name: report(trace)["processes"] for name, (trace, _) in runs.items()}
     check(len(procs["full"]) == 4 == len(procs["ring"]), f"{len(procs['ring'])} processes")
     check(any(p["origin"] == "fork" and p["window"]["keyframe"] for p in procs["ring"]),
           "no forked child starts from a keyframe: the ring did not roll over a fork")

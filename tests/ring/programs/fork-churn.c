@@ -6,6 +6,7 @@
  * churns again. argv: N, the parent's allocations (a child makes N / 4).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@ __attribute__((noinline)) static void churn(long n, size_t base, long every)
 		}
 		free(live[i % 64]);
 		live[i % 64] = malloc(16 + (size_t)(i % 200));
+		/* used as a program uses a block: the pace of the run (what churn-leak's
+		 * CHURN_WORK=8 does), so that the consumer keeps up on a loaded machine */
+		for (int w = 0; w < 8; w++)
+			memset(live[i % 64], w, 16 + (size_t)(i % 200));
+		sink = live[(i + 1) % 64];
 	}
 }
 
