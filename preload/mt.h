@@ -69,7 +69,7 @@ MT_HIDDEN extern struct mt_live *mt_live;
 #define mt_state (mt_live->state)
 
 struct mt_config {
-	char output[4096];         /* the path as configured, %p not yet expanded */
+	char output[4096];         /* the path as configured, %p, %r, %h not yet expanded */
 	unsigned depth;            /* frames per stack */
 	unsigned interval_ms;      /* sampler period; 0 = no sampler */
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
