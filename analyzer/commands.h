@@ -26,6 +26,8 @@ int mt_cmd_report(int argc, char **argv);
 int mt_cmd_flamegraph(int argc, char **argv);
 int mt_cmd_check(int argc, char **argv);
 int mt_cmd_view(int argc, char **argv);
+/* `memtrace report` of several traces, side by side (report-ranks.c). */
+int mt_report_ranks(char **files, uint32_t n, unsigned top, bool json, bool native);
 
 /*
  * Helpers of the analysis commands (cmd-common.c).
