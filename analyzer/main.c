@@ -19,17 +19,20 @@ static void usage(FILE *f)
 	      "                          run PROGRAM under the tracer (trace.bin by default)\n"
 	      "  dump [--summary] [--json] FILE\n"
 	      "                          print a trace's records and a per process summary\n"
-	      "  report [--top N] [--json] FILE\n"
+	      "  report [--top N] [--json] FILE [FILE...]\n"
 	      "                          peak, leaks, failures and temporaries per process, with "
-	      "stacks\n"
+	      "stacks;\n"
+	      "                          several traces (one per rank) side by side\n"
 	      "  flamegraph [--metric peak|leaked|allocated|allocations|temporary] [--kind "
 	      "host|mmap] FILE\n"
 	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
-	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
+	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE]\n"
+	      "        [--from-mark A --to-mark B] FILE\n"
 	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n"
 	      "  view [-o FILE.html] [--top N] FILE\n"
 	      "                          one self-contained HTML page: timeline, flame graphs, "
-	      "tables\n",
+	      "tables\n"
+	      "  --version               the version\n",
 	      f);
 }
 
