@@ -47,6 +47,14 @@ def traced_env(trace, extra=None):
     return env
 
 
+def untraced_env(extra=None):
+    """This environment without the preload and without any MEMTRACE_ setting (the
+    harness's own included), for a program that `memtrace run` traces itself, or none."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_") and k != "LD_PRELOAD"}
+    env.update(extra or {})
+    return env
+
+
 def run_traced(argv, trace, extra=None, **kw):
     return run(argv, env=traced_env(trace, extra), **kw)
 

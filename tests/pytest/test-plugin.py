@@ -6,15 +6,14 @@ exactly 3.00 MiB in 1 block; keeping 512 KiB passes; a suppression lets the
 3 MiB pass; a check that cannot judge fails the run (exit 3); without the
 preload nothing is done. The figures are held against `report --json` of
 the same trace: the stack's bytes leaked, and the marks' live bytes.
-argv: memtrace, the folder of the helper."""
+meson passes the helper's folder in MEMTRACE_HELPER."""
 import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
 
-BIN, HELPER = sys.argv[1:3]
+from harness import BIN, check, main, run, untraced_env, workdir
+
+HELPER = os.environ["MEMTRACE_HELPER"]
 PYTHON = "/usr/bin/python3"
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -43,33 +42,20 @@ LEAK_LINE = SUITE.splitlines().index('    kept.append(libc.malloc(int(os.environ
 UNITS = {"B": 1, "KiB": KiB, "MiB": MiB, "GiB": 1 << 30}
 
 
-def fail(what):
-    print(f"FAIL {what}")
-    sys.exit(1)
-
-
-def check(cond, what):
-    if not cond:
-        fail(what)
-
-
 def env_for(leak):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_") and k != "LD_PRELOAD"}
-    env.update(PYTHONPATH=HELPER, PYTHONDONTWRITEBYTECODE="1", LEAK_BYTES=str(leak))
-    return env
+    return untraced_env({"PYTHONPATH": HELPER, "PYTHONDONTWRITEBYTECODE": "1", "LEAK_BYTES": str(leak)})
 
 
 def pytest_run(leak, *args, traced=True):
     """Runs the suite; its exit status, its output and the trace."""
-    d = tempfile.mkdtemp(prefix="memtrace-pytest-")
+    d = workdir()
     with open(os.path.join(d, "test_suite.py"), "w") as f:
         f.write(SUITE)
     trace = os.path.join(d, "t.bin")
     argv = [PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-p", "memtrace.pytest_plugin", *args]
     if traced:
         argv = [BIN, "run", "-o", trace, "--"] + argv
-    r = subprocess.run(argv, cwd=d, env=env_for(leak), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=300)
+    r = run(argv, cwd=d, env=env_for(leak))
     out = r.stdout.decode()
     check(re.search(r"^=+ 3 passed", out, re.M), f"the suite did not pass its 3 tests: {out}{r.stderr.decode()}")
     return r.returncode, out, trace
@@ -88,7 +74,7 @@ def kept_line(out):
 
 
 def report(trace):
-    r = subprocess.run([BIN, "report", "--json", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = run([BIN, "report", "--json", trace])
     check(r.returncode == 0, f"report --json exited {r.returncode}: {r.stderr.decode()}")
     procs = json.loads(r.stdout)["processes"]
     check(len(procs) >= 1 and procs[0]["exe"].startswith("/usr/bin/python3"), "the trace is not pytest's")
@@ -119,7 +105,7 @@ def test_leak_fails():
     net = marks_growth(proc)
     check(net >= 3 * MiB and kept >= net * 0.995 and kept < 3 * MiB + 64 * KiB,
           f"kept {kept:.0f} against the marks' net growth {net}")
-    print(f"ok leak_fails (kept {kept:.0f}, net {net})")
+    print(f"kept {kept:.0f}, net {net}")
 
 
 def test_small_passes():
@@ -130,25 +116,23 @@ def test_small_passes():
     net = marks_growth(report(trace))
     check(net >= 512 * KiB and kept >= net * 0.995 and kept < 512 * KiB + 64 * KiB,
           f"kept {kept:.0f} against the marks' net growth {net}")
-    print(f"ok small_passes (kept {kept:.0f}, net {net})")
+    print(f"kept {kept:.0f}, net {net}")
 
 
 def test_suppressed_passes():
-    sup = tempfile.NamedTemporaryFile("w", suffix=".supp", delete=False)
-    sup.write("# the test's own leak, on purpose\nleak:test_leak\n")
-    sup.close()
-    status, out, _ = pytest_run(3 * MiB, "--memtrace-max-leaked", "1M", "--memtrace-suppressions", sup.name)
+    sup = os.path.join(workdir(), "leaks.supp")
+    with open(sup, "w") as f:
+        f.write("# the test's own leak, on purpose\nleak:test_leak\n")
+    status, out, _ = pytest_run(3 * MiB, "--memtrace-max-leaked", "1M", "--memtrace-suppressions", sup)
     check(status == 0, f"pytest exited {status}, not 0, with the leak suppressed: {out}")
     check(re.search(r"^memtrace check: ok: 1 process, 3\.00 MiB in 1 blocks suppressed", out, re.M),
           f"the 3 MiB are not said suppressed: {out}")
-    print("ok suppressed_passes")
 
 
 def test_cannot_check():
     status, out, _ = pytest_run(0, "--memtrace-max-leaked", "1M", "--memtrace-suppressions", "/nonexistent")
     check(status == 3, f"pytest exited {status}, not 3, when check cannot read its suppressions: {out}")
     check("/nonexistent" in out, f"the reason is not shown: {out}")
-    print("ok cannot_check")
 
 
 def test_untraced():
@@ -156,10 +140,11 @@ def test_untraced():
     check(status == 0, f"pytest exited {status} without the preload: {out}")
     check("memtrace check" not in out and "memtrace: not traced (no libmemtrace.so)" in out,
           f"without the preload the plugin did something, or did not say it does nothing: {out}")
-    print("ok untraced")
 
 
-check(subprocess.run([PYTHON, "-c", "import pytest"]).returncode == 0,
-      f"{PYTHON} has no pytest (Debian's python3-pytest, .ci/packages)")
-for t in (test_leak_fails, test_small_passes, test_suppressed_passes, test_cannot_check, test_untraced):
-    t()
+if __name__ == "__main__":
+    check(run([PYTHON, "-c", "import pytest"]).returncode == 0,
+          f"{PYTHON} has no pytest (Debian's python3-pytest, .ci/packages)")
+    main({"leak_fails": test_leak_fails, "small_passes": test_small_passes,
+          "suppressed_passes": test_suppressed_passes, "cannot_check": test_cannot_check,
+          "untraced": test_untraced})
