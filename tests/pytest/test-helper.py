@@ -59,6 +59,12 @@ def test_traced():
     check(gate.returncode == 1, f"check over the epochs exited {gate.returncode}, not 1: {out}")
     check(re.search(r"^  9\.00 MiB in 9 blocks by <string>:\d+ in keep_one ", out, re.M),
           f"check does not give keep_one 9.00 MiB in 9 blocks: {out}")
+    # no process made the marks, or half a window: no verdict (2), never a pass
+    none = run([BIN, "check", "--from-mark", "epoch 0", "--to-mark", "epoch 10", trace])
+    check(none.returncode == 2 and none.stdout.decode() == "memtrace check: no verdict: no process made the marks\n",
+          f"check without the from-mark exited {none.returncode}: {none.stdout.decode()}")
+    half = run([BIN, "check", "--from-mark", "epoch 1", trace])
+    check(half.returncode == 2 and "go together" in half.stderr.decode(), f"--from-mark alone exited {half.returncode}")
     leaks = [s for s in proc["memories"]["host"]["leak_stacks"]
              if any(f["function"] == "keep_one" for f in s["frames"])]
     check(len(leaks) == 1 and leaks[0]["bytes"] == 10 * MiB and leaks[0]["blocks"] == 10,
