@@ -36,7 +36,7 @@ static void end_text(char *buf, size_t n, const struct mt_rank *r)
 
 static void trouble_text(char *buf, size_t n, const struct mt_rank_trouble *t)
 {
-	char size[32], live[32];
+	char size[32], live[32], err[32];
 	const char *fn = mt_fn_name(t->fail.fn);
 
 	mt_size_text(live, sizeof(live), t->live_bytes);
@@ -45,11 +45,14 @@ static void trouble_text(char *buf, size_t n, const struct mt_rank_trouble *t)
 		return;
 	}
 	mt_size_text(size, sizeof(size), t->fail.size);
-	snprintf(buf, n, "%s of %s failed (%s), %s of %s live", fn ? fn : "?", size,
-	         t->fail.kind >= MT_KIND_CUDA_HOST ? "CUDA error"
-	         : t->fail.err == ENOMEM           ? "ENOMEM"
-	                                           : "errno",
-	         live, mt_kind_name(t->fail.kind));
+	if (t->fail.kind >= MT_KIND_CUDA_HOST)
+		snprintf(err, sizeof(err), "CUDA error %" PRIu32, t->fail.err);
+	else if (t->fail.err == ENOMEM)
+		snprintf(err, sizeof(err), "ENOMEM");
+	else
+		snprintf(err, sizeof(err), "errno %" PRIu32, t->fail.err);
+	snprintf(buf, n, "%s of %s failed (%s), %s of %s live", fn ? fn : "?", size, err, live,
+	         mt_kind_name(t->fail.kind));
 }
 
 static bool kind_shown(const struct mt_ranks *r, int k)
