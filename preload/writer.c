@@ -353,8 +353,8 @@ static int open_token(const char *token, bool write)
 /*
  * An exec'd program below a traced process joins the trace named in the
  * token, if that name still is the same file with a header we can write and
- * its own MEMTRACE_OUTPUT names it too, and takes its share of the run's lock. Otherwise the caller starts a trace
- * of its own (never at the expense of this one: see mt_writer_create).
+ * its own MEMTRACE_OUTPUT names it too, and takes its share of the run's lock. Otherwise the caller
+ * starts a trace of its own (never at the expense of this one: see mt_writer_create).
  */
 int mt_writer_join(const char *token)
 {
