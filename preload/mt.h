@@ -515,6 +515,8 @@ static inline bool mt_sample_forget(void *p)
 
 /* reach.c: at a normal exit, the live blocks classified (REACH records). */
 MT_HIDDEN void mt_reach_at_exit(void);
+/* Slow path (writer.c): a chunk was claimed at off, for the copy to read back. */
+MT_HIDDEN void mt_reach_note_chunk(uint64_t off);
 
 /*
  * own.c: memtrace's own anonymous mappings (read-write, MAP_FAILED when
