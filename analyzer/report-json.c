@@ -414,6 +414,7 @@ static json_t *scan_json(const struct mt_reach_scan *s)
 	json_object_set_new(o, "bytes", mt_json_u64(s->bytes));
 	json_object_set_new(o, "scanned_bytes", mt_json_u64(s->scanned));
 	json_object_set_new(o, "ns", mt_json_u64(s->ns));
+	json_object_set_new(o, "trace_chunks_read", mt_json_u64(s->chunks));
 	return o;
 }
 

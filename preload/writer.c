@@ -611,6 +611,7 @@ static uint8_t *map_chunk(struct mt_thread *t, uint32_t size, uint64_t *off_out)
 		return NULL;
 	}
 	*off_out = off;
+	mt_reach_note_chunk(off);
 	return p;
 }
 
