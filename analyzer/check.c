@@ -358,34 +358,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-/*
- * Why the trace cannot support a verdict, or NULL: a gate must not pass on
- * data that is not all there (the blocks a leak would be in may be what is
- * missing) nor on a program that has not ended.
- */
-static const char *no_verdict(const struct mt_analysis *a, char *buf, size_t size)
-{
-	if (!a->nprocs)
-		return "the trace holds no process";
-	if (a->trace.cut)
-		return "the trace was cut: its end is missing";
-	if (a->trace.live)
-		return "a running program is still writing the trace";
-	if (a->trace.damaged)
-		return "the trace is damaged: records fail their checksum";
-	for (uint32_t i = 0; i < a->nprocs; i++) {
-		const struct mt_instance *in = a->procs[i].in;
-		if (in->end == MT_END_STOPPED) {
-			snprintf(buf, size, "tracing stopped early in process %u (%s)", in->pid,
-			         in->stopped_errno > 0 && in->stopped_errno < 4096
-			                 ? strerror((int)in->stopped_errno)
-			                 : "unknown error");
-			return buf;
-		}
-	}
-	return NULL;
-}
-
 int mt_cmd_check(int argc, char **argv)
 {
 	struct gate g = {0};
@@ -460,7 +432,7 @@ int mt_cmd_check(int argc, char **argv)
 	}
 	if (mt_cmd_analyze(file, NULL, native, &a) != MT_EXIT_OK)
 		goto out; /* the one-line error is printed */
-	why = no_verdict(a, whybuf, sizeof(whybuf));
+	why = mt_cmd_no_verdict(a, whybuf, sizeof(whybuf));
 	if (why) {
 		printf("memtrace check: no verdict: %s\n", why);
 		goto out; /* EXIT_CANNOT_CHECK */

@@ -59,6 +59,13 @@ void mt_cmd_label_text(char *buf, size_t n, const struct mt_sym *syms, int count
 int mt_cmd_label_frame(const struct mt_sym *syms, int count);
 /* The command line, or the executable when it is empty. */
 const char *mt_cmd_command(const struct mt_instance *in);
+/*
+ * Why the trace cannot support a verdict (check, diff's gates), or NULL: a
+ * gate must not pass on data that is not all there (the blocks a leak would
+ * be in may be what is missing) nor on a program that has not ended. buf
+ * (size bytes) may hold the text.
+ */
+const char *mt_cmd_no_verdict(const struct mt_analysis *a, char *buf, size_t size);
 /* "main returned", "exit()", "_exit()" or "status unknown". */
 const char *mt_cmd_exit_how(uint32_t how);
 /*
