@@ -8,6 +8,12 @@
  * inlined at it, innermost first, as pprof wants its lines; a Python frame
  * is a location of its own, with no address.
  *
+ * A function has a name and no system name: the symbolizer demangled it,
+ * and pprof takes a name equal to its system name for one still to
+ * demangle, which for a name with `<` or `::` cuts the parameters and
+ * template arguments out (a Python frame named `<module>` would be left
+ * with no name at all).
+ *
  * Every frame is named here already (an address without symbols is named
  * module+0xoffset, as the report names it): each module is a mapping that
  * says it has functions, file names, lines and inlined frames, so pprof
@@ -62,7 +68,6 @@ enum {
 	LINE_LINE = 2,
 	FUNCTION_ID = 1,
 	FUNCTION_NAME = 2,
-	FUNCTION_SYSTEM_NAME = 3,
 	FUNCTION_FILENAME = 4,
 };
 
@@ -278,7 +283,6 @@ static void tables(struct pprof *p)
 		mt_pb_clear(&p->msg);
 		mt_pb_varint(&p->msg, FUNCTION_ID, id + 1);
 		mt_pb_varint(&p->msg, FUNCTION_NAME, f[0]);
-		mt_pb_varint(&p->msg, FUNCTION_SYSTEM_NAME, f[0]);
 		mt_pb_varint(&p->msg, FUNCTION_FILENAME, f[1]);
 		mt_pb_bytes(p->out, PROFILE_FUNCTION, p->msg.data, p->msg.n);
 	}
