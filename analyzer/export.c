@@ -2,19 +2,23 @@
 /*
  * memtrace export: a trace in another tool's format (docs/export.md).
  * `--format pprof` writes gzipped pprof profiles (pprof.h), one with the
- * bytes in use at each process's peak and one with those at its end.
+ * bytes in use at each process's peak and one with those at its end;
+ * `--format chrome-trace` Trace Event JSON (chrome-trace.h), written while
+ * the trace is replayed.
  *
- * May not: compute figures (analysis.c does) or encode a format (pprof.c).
+ * May not: compute figures (analysis.c does) or encode a format (pprof.c,
+ * chrome-trace.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chrome-trace.h"
 #include "commands.h"
 #include "pprof.h"
 
-enum format { FORMAT_NONE, FORMAT_PPROF };
+enum format { FORMAT_NONE, FORMAT_PPROF, FORMAT_CHROME };
 
 struct options {
 	enum format format;
@@ -35,7 +39,11 @@ static void usage(FILE *f)
 	      "  in FILE.pb.gz and at its end in FILE.end.pb.gz; --at writes only that one, to\n"
 	      "  FILE (- for standard output). One memory kind (host unless --kind).\n"
 	      "  --native keeps every native stack apart instead of grouping by the Python "
-	      "stack.\n",
+	      "stack.\n"
+	      "       memtrace export --format chrome-trace -o FILE.json TRACE\n"
+	      "  chrome-trace: Trace Event JSON for Perfetto's UI and chrome://tracing: each\n"
+	      "  process's live bytes per memory kind and its RSS as counters, its marks,\n"
+	      "  failed allocations and end as instant events (- for standard output).\n",
 	      f);
 }
 
@@ -47,6 +55,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			i++;
 			if (!strcmp(argv[i], "pprof")) {
 				o->format = FORMAT_PPROF;
+			} else if (!strcmp(argv[i], "chrome-trace")) {
+				o->format = FORMAT_CHROME;
 			} else {
 				fprintf(stderr, "memtrace export: unknown format %s\n", argv[i]);
 				usage(stderr);
@@ -96,7 +106,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	if (o->at < 0 && !strcmp(o->out, "-")) {
+	if (o->format == FORMAT_PPROF && o->at < 0 && !strcmp(o->out, "-")) {
 		fprintf(stderr, "memtrace export: two profiles cannot both go to standard output: "
 		                "add --at peak or --at end\n");
 		return MT_EXIT_USAGE;
@@ -146,6 +156,44 @@ static int write_pprof(struct mt_analysis *a, const struct options *o, enum mt_p
 	return MT_EXIT_OK;
 }
 
+/* The counters are written while the trace is replayed, into the output file. */
+static int export_chrome(const struct options *o)
+{
+	struct mt_chrome_trace *t = NULL;
+	struct mt_analysis_hooks hooks = {.before = mt_chrome_trace_before};
+	struct mt_analysis *a = NULL;
+	struct mt_output out = {0};
+	int status = MT_EXIT_BAD_TRACE, r;
+
+	r = mt_cmd_output_open(&out, o->out);
+	if (r == 0)
+		r = mt_chrome_trace_new(&t, out.f, o->file);
+	if (r < 0) {
+		fprintf(stderr, "memtrace export: %s: %s\n", o->out, strerror(-r));
+		goto out;
+	}
+	hooks.record_ctx = t;
+	/* the JSON has no stacks: nothing to group */
+	if (mt_cmd_analyze(o->file, &hooks, true, &a) != MT_EXIT_OK)
+		goto out; /* the one-line error is printed; the file is not made */
+	mt_cmd_sampling_note(stderr, "memtrace export: ", a);
+	r = mt_chrome_trace_finish(t, a);
+	if (r == 0)
+		r = mt_cmd_output_commit(&out);
+	if (r < 0) {
+		fprintf(stderr, "memtrace export: %s: %s\n", o->out, strerror(-r));
+		goto out;
+	}
+	if (strcmp(o->out, "-"))
+		fprintf(stderr, "memtrace export: wrote %s\n", o->out);
+	status = MT_EXIT_OK;
+out:
+	mt_cmd_output_abort(&out);
+	mt_chrome_trace_free(t);
+	mt_analysis_free(a);
+	return status;
+}
+
 int mt_cmd_export(int argc, char **argv)
 {
 	struct options o = {.kind = MT_KIND_HOST, .at = -1};
@@ -157,6 +205,8 @@ int mt_cmd_export(int argc, char **argv)
 		return MT_EXIT_OK;
 	if (status)
 		return status;
+	if (o.format == FORMAT_CHROME)
+		return export_chrome(&o);
 	status = mt_cmd_analyze(o.file, NULL, o.native, &a);
 	if (status != MT_EXIT_OK)
 		return status;

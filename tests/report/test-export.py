@@ -2,7 +2,10 @@
 """memtrace export on traces of real processes run under the preload
 (docs/export.md): pprof profiles read back by Go's own pprof
 (`go tool pprof -raw`, Debian's golang-go) whose totals per process are the
-report's exactly, with the functions, files and lines of known allocations.
+report's exactly, with the functions, files and lines of known allocations;
+Trace Event JSON whose counters go through every live figure of a known
+program and reach the report's peak at its moment, end at its live bytes,
+with its marks, failure, RSS and end as the report has them.
 
 Usage: test-export.py [TEST...]; meson passes the paths in the environment
 (tests/report/meson.build)."""
@@ -206,9 +209,125 @@ def test_pprof_sampled():
     shutil.rmtree(d)
 
 
+def chrome(trace, d):
+    out = os.path.join(d, "trace.json")
+    export(trace, "--format", "chrome-trace", "-o", out)
+    with open(out) as f:
+        j = json.load(f)
+    check(isinstance(j.get("traceEvents"), list) and j.get("displayTimeUnit") in ("ms", "ns"),
+          f"not a Trace Event object: {list(j)}")
+    for e in j["traceEvents"]:
+        # what the Trace Event Format asks of each phase written
+        check(isinstance(e.get("name"), str) and isinstance(e.get("pid"), int) and e.get("ph") in ("M", "C", "i"),
+              f"an event without name, pid or a known phase: {e}")
+        if e["ph"] != "M":
+            check(isinstance(e.get("ts"), (int, float)) and e["ts"] >= 0, f"an event without its time: {e}")
+        if e["ph"] == "C":
+            check(list(e["args"]) == ["bytes"] and isinstance(e["args"]["bytes"], int), f"a counter's args: {e}")
+        if e["ph"] == "i":
+            check(e.get("s") == "p" and e.get("tid") == e["pid"], f"an instant event's scope: {e}")
+    return j["traceEvents"]
+
+
+def ns(e):
+    return round(e["ts"] * 1000)
+
+
+def counter(events, pid, name):
+    return sorted((e for e in events if e["ph"] == "C" and e["pid"] == pid and e["name"] == name), key=ns)
+
+
+def test_chrome_known():
+    """export-cases: every live figure of the host counter, in order; the peak at its moment;
+    the marks, the failure, the RSS peak and the end as the report says them."""
+    table, lost = 1_000_000, 300
+    d, trace = trace_of([os.path.join(OWN, "export-cases"), str(table), str(lost)])
+    (p,) = report(trace)["processes"]
+    events = chrome(trace, d)
+    host = counter(events, p["pid"], "host")
+    want = [0, 100] + [100 + 4096, 100] * 8 + [100 + lost, 100 + lost + table, 100 + lost]
+    check([e["args"]["bytes"] for e in host] == want, f"host counter {[e['args']['bytes'] for e in host]} != {want}")
+    m = p["memories"]["host"]
+    top = max(host, key=lambda e: e["args"]["bytes"])
+    check((top["args"]["bytes"], ns(top)) == (m["peak_bytes"], m["peak_time_ns"]),
+          f"the counter's top {top} is not the report's peak {m['peak_bytes']} at {m['peak_time_ns']} ns")
+    check(host[-1]["args"]["bytes"] == m["live_at_end_bytes"], f"the counter ends at {host[-1]}")
+    check([e["args"]["bytes"] for e in counter(events, p["pid"], "mmap")] == [0], "an mmap counter moved")
+    (name,) = [e for e in events if e["ph"] == "M" and e["pid"] == p["pid"]]
+    check(name["name"] == "process_name" and name["args"]["name"] == p["command"], f"process name {name}")
+    instants = sorted((e for e in events if e["ph"] == "i"), key=ns)
+    marks = [(e["name"], ns(e), e["args"]) for e in instants if e["name"] in ("start", "loaded", "done")]
+    want = [(mk["label"], mk["time_ns"], mk["live"]) for mk in p["diagnosis"]["marks"]]
+    check(marks == want and len(want) == 3, f"marks {marks} != the report's {want}")
+    (f,) = m["failures"]
+    fails = [(ns(e), e["args"]) for e in instants if e["name"] == "failed malloc"]
+    check(fails == [(f["time_ns"], {"kind": "host", "size": f["size"], "errno": 12})], f"failures {fails}")
+    check(instants[-1]["name"] == "end: exit" and instants[-1]["args"] == {"status": 0}, f"the last event {instants[-1]}")
+    rss = counter(events, p["pid"], "RSS")
+    over = p["diagnosis"]["memory_over_time"]
+    check(rss and max(e["args"]["bytes"] for e in rss) == over["rss_peak"],
+          f"RSS counter's top {max((e['args']['bytes'] for e in rss), default=None)} != rss_peak {over['rss_peak']}")
+    check(len(rss) <= over["samples"], f"{len(rss)} RSS points from {over['samples']} samples")
+    shutil.rmtree(d)
+
+
+def test_chrome_many_events():
+    """150,000 events: intervals, each kind at most 3 points in each, the peak and end exact."""
+    d, trace = trace_of([program("leaker"), "100000", "100"])
+    (p,) = report(trace)["processes"]
+    host = counter(chrome(trace, d), p["pid"], "host")
+    m = p["memories"]["host"]
+    check(len(host) <= 3 * 10000 + 1, f"{len(host)} host points")
+    top = max(host, key=lambda e: e["args"]["bytes"])
+    check((top["args"]["bytes"], ns(top)) == (m["peak_bytes"], m["peak_time_ns"]),
+          f"the counter's top {top} is not the report's peak {m['peak_bytes']} at {m['peak_time_ns']} ns")
+    check(host[-1]["args"]["bytes"] == m["live_at_end_bytes"], f"the counter ends at {host[-1]}")
+    shutil.rmtree(d)
+
+
+def test_chrome_processes():
+    """fork-exec: a counter per pid, whose top is the highest peak of the pid's processes and
+    whose last value the last one's live bytes; an exec event where each exec'd program began."""
+    d, trace = trace_of([program("fork-exec"), program("leaker")])
+    procs = report(trace)["processes"]
+    events = chrome(trace, d)
+    for pid in {p["pid"] for p in procs}:
+        mine = [p for p in procs if p["pid"] == pid]
+        host = counter(events, pid, "host")
+        top = max(e["args"]["bytes"] for e in host)
+        check(top == max(p["memories"]["host"]["peak_bytes"] for p in mine), f"pid {pid}: top {top}")
+        check(host[-1]["args"]["bytes"] == mine[-1]["memories"]["host"]["live_at_end_bytes"],
+              f"pid {pid}: the counter ends at {host[-1]}")
+        execs = [e for e in events if e["ph"] == "i" and e["pid"] == pid and e["name"] == "exec"]
+        check(len(execs) == sum(p["origin"] == "exec" for p in mine), f"pid {pid}: exec events {execs}")
+    shutil.rmtree(d)
+
+
+def test_bad_trace():
+    """A trace that cannot be read: exit 2, one line, no file made."""
+    d, trace = trace_of([program("leaker"), "10", "100"])
+    with open(trace, "rb") as f:
+        data = bytearray(f.read())
+    data[4096] ^= 0xff  # the first chunk's magic
+    with open(trace, "wb") as f:
+        f.write(data)
+    for fmt, name in (("pprof", "p.pb.gz"), ("chrome-trace", "t.json")):
+        out = os.path.join(d, name)
+        r = run([BIN, "export", "--format", fmt, "-o", out, trace])
+        err = r.stderr.decode().strip()
+        check(r.returncode == 2, f"export --format {fmt} of a corrupt trace exits {r.returncode}")
+        check(re.fullmatch(rf"memtrace: {re.escape(trace)}: byte 4096 \(0x1000\): .+", err), f"{fmt}: {err!r}")
+        check(sorted(os.listdir(d)) == ["trace.bin"], f"{fmt}: files left {os.listdir(d)}")
+    shutil.rmtree(d)
+
+
 main({
     "pprof-totals": test_pprof_totals,
     "pprof-lines": test_pprof_lines,
     "pprof-python": test_pprof_python,
     "pprof-sampled": test_pprof_sampled,
+    "chrome-known": test_chrome_known,
+    "chrome-many-events": test_chrome_many_events,
+    "chrome-processes": test_chrome_processes,
+    "bad-trace": test_bad_trace,
 })
