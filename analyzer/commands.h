@@ -27,6 +27,7 @@ int mt_cmd_flamegraph(int argc, char **argv);
 int mt_cmd_check(int argc, char **argv);
 int mt_cmd_view(int argc, char **argv);
 int mt_cmd_export(int argc, char **argv);
+int mt_cmd_diff(int argc, char **argv);
 
 /*
  * Helpers of the analysis commands (cmd-common.c).

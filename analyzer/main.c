@@ -27,6 +27,8 @@ static void usage(FILE *f)
 	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
 	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
 	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n"
+	      "  diff [--json] [--fail-on-increase PCT] [--fail-on-leak-increase BYTES] BASE NEW\n"
+	      "                          what changed per stack between two traces; a CI gate\n"
 	      "  export --format pprof|chrome-trace -o OUT FILE\n"
 	      "                          the trace for go tool pprof, speedscope, Perfetto\n"
 	      "  view [-o FILE.html] [--top N] FILE\n"
@@ -51,6 +53,8 @@ int main(int argc, char **argv)
 		return mt_cmd_guarded(mt_cmd_flamegraph, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "check"))
 		return mt_cmd_guarded(mt_cmd_check, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "diff"))
+		return mt_cmd_guarded(mt_cmd_diff, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))
 		return mt_cmd_guarded(mt_cmd_export, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "view")) {

@@ -12,8 +12,9 @@
  *
  * Between the marks it sleeps 60 ms (RSS samples with the table live) and
  * asks for SIZE_MAX / 2 bytes, which fails. Built twice (tests/report/meson.build),
- * the second time with SHIFT: code and lines added above everything, so that
- * no address or line of the functions is the same in both builds.
+ * the second time with SHIFT: code added above everything and the lines
+ * numbered from 500 there, so that no address or line of the functions is
+ * the same in both builds.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -31,6 +32,8 @@ __attribute__((noinline)) static int shift_code(int x)
 		y = y * 3 + i;
 	return y;
 }
+/* and the lines below are numbered as if lines had been added above them */
+#line 500
 #endif
 
 void *volatile cache;
