@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "diff-match.h"
+#include "grow.h"
 
 #define MAX_FRAMES 512
 
@@ -52,26 +53,9 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static int key_put(struct builder *b, const char *s, size_t len)
 {
-	if (grow((void **)&b->key, &b->key_cap, b->key_n + len + 1, 1) < 0)
+	if (mt_grow((void **)&b->key, &b->key_cap, b->key_n + len + 1, 1) < 0)
 		return -ENOMEM;
 	memcpy(b->key + b->key_n, s, len);
 	b->key_n += len;
@@ -128,7 +112,7 @@ static int64_t group_of(struct builder *b, const char *program, size_t len, enum
 		if (b->g[i].kind == kind && strlen(b->g[i].program) == len &&
 		    !memcmp(b->g[i].program, program, len))
 			return i;
-	if (grow((void **)&b->g, &cap, (size_t)b->ng + 1, sizeof(*b->g)) < 0)
+	if (mt_grow((void **)&b->g, &cap, (size_t)b->ng + 1, sizeof(*b->g)) < 0)
 		return -ENOMEM;
 	b->gcap = (uint32_t)cap;
 	memset(&b->g[b->ng], 0, sizeof(*b->g));
@@ -148,7 +132,7 @@ static void add_figures(struct mt_diff_figures *to, const struct mt_diff_figures
 
 static int add_entry(struct builder *b, const struct entry *e)
 {
-	if (grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0)
+	if (mt_grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v)) < 0)
 		return -ENOMEM;
 	b->v[b->n++] = *e;
 	return 0;

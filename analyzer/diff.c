@@ -211,58 +211,57 @@ struct gate {
 	json_t *list; /* the failures, for --json */
 };
 
-/* The gates on one program and kind; prints (text) or lists (JSON) what fails. */
+/* A gate failed: a line of text, or an object of the JSON's list. */
+static void failed(const struct options *o, const struct mt_diff_group *g, struct gate *gate,
+                   const char *figure, uint64_t base, uint64_t new_, const char *why)
+{
+	json_t *f;
+
+	gate->failures++;
+	if (!o->json) {
+		printf("memtrace diff: ");
+		mt_put_text(stdout, g->program);
+		printf(" %s %s\n", mt_kind_name(g->kind), why);
+		return;
+	}
+	f = json_object();
+	json_object_set_new(f, "program", mt_json_text(g->program));
+	json_object_set_new(f, "kind", json_string(mt_kind_name(g->kind)));
+	json_object_set_new(f, "figure", json_string(figure));
+	json_object_set_new(f, "base", mt_json_u64(base));
+	json_object_set_new(f, "new", mt_json_u64(new_));
+	if (!strcmp(figure, "peak_bytes"))
+		json_object_set_new(f, "limit_percent", json_real(o->max_percent));
+	else
+		json_object_set_new(f, "limit_bytes", mt_json_u64(o->max_leak_increase));
+	json_array_append_new(gate->list, f);
+}
+
+/* The gates on one program and kind. */
 static void judge(const struct options *o, const struct mt_diff_group *g, struct gate *gate)
 {
 	const struct mt_diff_figures *b = &g->total[MT_DIFF_BASE], *n = &g->total[MT_DIFF_NEW];
 	double pct = percent(b->peak_bytes, n->peak_bytes);
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], why[160];
 
 	if (o->gate_peak && n->peak_bytes > b->peak_bytes && (isnan(pct) || pct > o->max_percent)) {
-		gate->failures++;
-		if (o->json) {
-			json_t *f = json_object();
-			json_object_set_new(f, "program", mt_json_text(g->program));
-			json_object_set_new(f, "kind", json_string(mt_kind_name(g->kind)));
-			json_object_set_new(f, "figure", json_string("peak_bytes"));
-			json_object_set_new(f, "base", mt_json_u64(b->peak_bytes));
-			json_object_set_new(f, "new", mt_json_u64(n->peak_bytes));
-			json_object_set_new(f, "limit_percent", json_real(o->max_percent));
-			json_array_append_new(gate->list, f);
-		} else {
-			mt_size_text(b1, sizeof(b1), b->peak_bytes);
-			mt_size_text(b2, sizeof(b2), n->peak_bytes);
-			printf("memtrace diff: ");
-			mt_put_text(stdout, g->program);
-			if (isnan(pct))
-				printf(" %s peak %s -> %s, from nothing, more than %g%%\n",
-				       mt_kind_name(g->kind), b1, b2, o->max_percent);
-			else
-				printf(" %s peak %s -> %s, +%.1f%%, more than %g%%\n",
-				       mt_kind_name(g->kind), b1, b2, pct, o->max_percent);
-		}
+		mt_size_text(b1, sizeof(b1), b->peak_bytes);
+		mt_size_text(b2, sizeof(b2), n->peak_bytes);
+		if (isnan(pct))
+			snprintf(why, sizeof(why), "peak %s -> %s, from nothing, more than %g%%",
+			         b1, b2, o->max_percent);
+		else
+			snprintf(why, sizeof(why), "peak %s -> %s, +%.1f%%, more than %g%%", b1, b2,
+			         pct, o->max_percent);
+		failed(o, g, gate, "peak_bytes", b->peak_bytes, n->peak_bytes, why);
 	}
 	if (o->gate_leak && n->leaked_bytes > b->leaked_bytes &&
 	    n->leaked_bytes - b->leaked_bytes > o->max_leak_increase) {
-		gate->failures++;
-		if (o->json) {
-			json_t *f = json_object();
-			json_object_set_new(f, "program", mt_json_text(g->program));
-			json_object_set_new(f, "kind", json_string(mt_kind_name(g->kind)));
-			json_object_set_new(f, "figure", json_string("leaked_bytes"));
-			json_object_set_new(f, "base", mt_json_u64(b->leaked_bytes));
-			json_object_set_new(f, "new", mt_json_u64(n->leaked_bytes));
-			json_object_set_new(f, "limit_bytes", mt_json_u64(o->max_leak_increase));
-			json_array_append_new(gate->list, f);
-		} else {
-			mt_size_text(b1, sizeof(b1), b->leaked_bytes);
-			mt_size_text(b2, sizeof(b2), n->leaked_bytes);
-			mt_size_text(b3, sizeof(b3), o->max_leak_increase);
-			printf("memtrace diff: ");
-			mt_put_text(stdout, g->program);
-			printf(" %s leaked %s -> %s, more than %s more\n", mt_kind_name(g->kind),
-			       b1, b2, b3);
-		}
+		mt_size_text(b1, sizeof(b1), b->leaked_bytes);
+		mt_size_text(b2, sizeof(b2), n->leaked_bytes);
+		mt_size_text(b3, sizeof(b3), o->max_leak_increase);
+		snprintf(why, sizeof(why), "leaked %s -> %s, more than %s more", b1, b2, b3);
+		failed(o, g, gate, "leaked_bytes", b->leaked_bytes, n->leaked_bytes, why);
 	}
 }
 
@@ -376,25 +375,18 @@ static json_t *change_json(const struct mt_diff_figures *b, const struct mt_diff
 
 static json_t *stack_json(struct mt_sym *syms, const struct mt_diff_stack *s)
 {
-	json_t *o = json_object(), *frames = json_array();
+	json_t *o = json_object();
 	char label[1024];
-	int nf = s->a ? mt_analysis_frames(s->a, s->stack_instance, s->stack, syms, MAX_FRAMES) : 0;
+	int nf = 0;
 
 	json_object_set_new(o, "status", json_string(status_of(s)));
 	json_object_set_new(o, "base", figures_json(&s->side[MT_DIFF_BASE]));
 	json_object_set_new(o, "new", figures_json(&s->side[MT_DIFF_NEW]));
 	json_object_set_new(o, "change",
 	                    change_json(&s->side[MT_DIFF_BASE], &s->side[MT_DIFF_NEW]));
-	for (int i = 0; i < nf; i++) {
-		json_t *f = json_object();
-		json_object_set_new(f, "function", mt_json_text(syms[i].function));
-		json_object_set_new(f, "file", mt_json_text(syms[i].file));
-		json_object_set_new(f, "line", json_integer(syms[i].line));
-		json_object_set_new(f, "module", mt_json_text(syms[i].module));
-		json_object_set_new(f, "folded", mt_json_text(syms[i].tail));
-		json_array_append_new(frames, f);
-	}
-	json_object_set_new(o, "frames", frames);
+	json_object_set_new(o, "frames",
+	                    s->a ? mt_json_frames(s->a, syms, s->stack_instance, s->stack, &nf)
+	                         : json_array());
 	if (nf > 0)
 		mt_cmd_label_text(label, sizeof(label), syms, nf);
 	/* the label is text already escaped, as the report prints it */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "intern.h"
 
 void mt_intern_init(struct mt_intern *t)
@@ -32,23 +33,6 @@ const void *mt_intern_get(const struct mt_intern *t, uint32_t id, size_t *len)
 	return t->pool + t->off[id];
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 int64_t mt_intern(struct mt_intern *t, const void *s, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -71,8 +55,8 @@ int64_t mt_intern(struct mt_intern *t, const void *s, size_t len)
 		if (have == len && !memcmp(old, s, len))
 			return *slot - 1;
 	}
-	if (grow((void **)&t->pool, &t->pool_cap, t->pool_n + len + 1, 1) < 0 ||
-	    grow((void **)&t->off, &cap, (size_t)t->n + 1, sizeof(*t->off)) < 0) {
+	if (mt_grow((void **)&t->pool, &t->pool_cap, t->pool_n + len + 1, 1) < 0 ||
+	    mt_grow((void **)&t->off, &cap, (size_t)t->n + 1, sizeof(*t->off)) < 0) {
 		mt_map_del(&t->by_hash, h);
 		return -ENOMEM;
 	}

@@ -16,7 +16,7 @@ import shutil
 import struct
 import sys
 
-from harness import BIN, check, main, program, run, run_traced, workdir
+from harness import BIN, check, main, marked_lines, program, run, run_traced, workdir
 
 OWN = os.environ["MEMTRACE_REPORT_PROGRAMS"]
 GROUPED_PY = os.environ["MEMTRACE_GROUPED_PY"]
@@ -188,12 +188,7 @@ def test_no_verdict():
 def test_python_lines():
     """grouped.py, NEW with build(200,000) in place of build(100,000) at the call-a line: the
     stacks of that line change by the bytes build keeps, per native path; call-b's do not."""
-    sites = {}
-    with open(GROUPED_PY) as f:
-        for n, line in enumerate(f, 1):
-            s = re.search(r"# SITE ([a-z-]+)$", line)
-            if s:
-                sites[s.group(1)] = n
+    sites = marked_lines(GROUPED_PY)
     d = workdir()
     base = traced(d, "base.bin", [sys.executable, GROUPED_PY, "100000", "300000", "20000", "8000000"])
     new = traced(d, "new.bin", [sys.executable, GROUPED_PY, "200000", "300000", "20000", "8000000"])

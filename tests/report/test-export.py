@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import BIN, check, main, program, run, run_traced, workdir
+from harness import BIN, check, main, marked_lines, program, run, run_traced, workdir
 
 OWN = os.environ["MEMTRACE_REPORT_PROGRAMS"]
 CAPTURE_SOURCES = os.environ["MEMTRACE_CAPTURE_SOURCES"]
@@ -175,12 +175,7 @@ def test_pprof_python():
     out = os.path.join(d, "p.pb.gz")
     export(trace, "--format", "pprof", "--at", "end", "-o", out)
     _, _, samples, locations = pprof_raw(out)
-    sites = {}
-    with open(GROUPED_PY) as f:
-        for n, line in enumerate(f, 1):
-            s = re.search(r"# SITE ([a-z-]+)$", line)
-            if s:
-                sites[s.group(1)] = n
+    sites = marked_lines(GROUPED_PY)
     by_line = {}
     for values, ids, _ in samples:
         fn, file, line = locations[ids[0]][0]
