@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	      "  FILE (- for standard output). One memory kind (host unless --kind).\n"
 	      "  --native keeps every native stack apart instead of grouping by the Python "
 	      "stack.\n"
-	      "       memtrace export --format chrome-trace -o FILE.json TRACE\n"
+	      "   or: memtrace export --format chrome-trace -o FILE.json TRACE\n"
 	      "  chrome-trace: Trace Event JSON for Perfetto's UI and chrome://tracing: each\n"
 	      "  process's live bytes per memory kind and its RSS as counters, its marks,\n"
 	      "  failed allocations and end as instant events (- for standard output).\n",
