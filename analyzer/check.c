@@ -410,39 +410,21 @@ static const struct mt_window_proc *judged_window(const struct gate *g,
 }
 
 /*
- * Why the trace cannot support a verdict, or NULL: a gate must not pass on
- * data that is not all there (the blocks a leak would be in may be what is
- * missing) nor on a program that has not ended.
+ * Why the trace cannot support a verdict, or NULL (mt_cmd_no_verdict); with
+ * marks, a window is whole once its closing mark is written, whether or not
+ * the program ended, and some process must have made them.
  */
 static const char *no_verdict(const struct gate *g, const struct mt_analysis *a, char *buf,
                               size_t size)
 {
+	const char *why = mt_cmd_no_verdict(a, g->window.from != NULL, buf, size);
 	uint32_t judged = 0;
 
-	if (!a->nprocs)
-		return "the trace holds no process";
-	if (a->trace.cut)
-		return "the trace was cut: its end is missing";
-	/* a window is whole once its closing mark is written, whether or not the program ended */
-	if (a->trace.live && !g->window.from)
-		return "a running program is still writing the trace";
-	if (a->trace.damaged)
-		return "the trace is damaged: records fail their checksum";
-	for (uint32_t i = 0; i < a->nprocs; i++) {
-		const struct mt_instance *in = a->procs[i].in;
-		if (in->end == MT_END_STOPPED) {
-			snprintf(buf, size, "tracing stopped early in process %u (%s)", in->pid,
-			         in->stopped_errno > 0 && in->stopped_errno < 4096
-			                 ? strerror((int)in->stopped_errno)
-			                 : "unknown error");
-			return buf;
-		}
-		if (g->window.from && judged_window(g, in))
-			judged++;
-	}
-	if (g->window.from && !judged)
-		return "no process made the marks";
-	return NULL;
+	if (why || !g->window.from)
+		return why;
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		judged += judged_window(g, a->procs[i].in) != NULL;
+	return judged ? NULL : "no process made the marks";
 }
 
 int mt_cmd_check(int argc, char **argv)

@@ -68,6 +68,17 @@ def dump_summary(trace):
     return json.loads(out.stdout)
 
 
+def marked_lines(path, tag="SITE"):
+    """{name: line} of the lines of a source file that end with `# TAG name`."""
+    found = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(rf"# {tag} ([a-z-]+)$", line)
+            if m:
+                found[m.group(1)] = n
+    return found
+
+
 def main(tests):
     """Runs the named test functions; prints one line each; exits non-zero on any failure."""
     names = sys.argv[1:] or list(tests)
