@@ -170,6 +170,20 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 	while (p < end && *p) {
 		unsigned type = *p++;
 		struct cur c = {p, end, false};
+		if (mt_record_is_short(type)) {
+			bool alive = type != MT_REC_SHORT_FREE;
+			time += z(&c);
+			addr += z(&c);
+			uint64_t size = alive ? u(&c) : 0;
+			if (type == MT_REC_SHORT_MALLOC)
+				u(&c); /* stack */
+			if (c.bad)
+				return true;
+			p = c.p;
+			if (time <= cutoff && !event(t, addr, time, alive, size))
+				return false;
+			continue;
+		}
 		uint64_t len = u(&c);
 		if (c.bad || len > (uint64_t)(end - c.p))
 			return true;
