@@ -29,9 +29,22 @@ struct slot {
 };
 #define ALIVE (1ull << 63)
 
+/*
+ * Events wait AHEAD places in a queue while their slots are fetched: the
+ * table of a churned heap (a hundred thousand blocks, freed in random
+ * order) is megabytes, and each lookup a cache miss that the ones queued
+ * behind it would otherwise wait out one at a time.
+ */
+#define AHEAD 8
+struct event {
+	uint64_t addr, time, size; /* size with ALIVE set for an allocation */
+};
+
 struct table {
 	struct slot *s;
-	size_t cap, n; /* cap a power of two; n used slots */
+	size_t cap, n;             /* cap a power of two; n used slots */
+	struct event queue[AHEAD]; /* a ring: queued events from head on */
+	unsigned head, queued;
 };
 
 struct instance {
@@ -76,13 +89,13 @@ static bool table_grow(struct table *t)
 	return true;
 }
 
-/* A host event on addr at time: the address's state if it is the latest. */
-static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
+/* A host event: the address's state if it is the latest. */
+static bool apply(struct table *t, const struct event *e)
 {
+	uint64_t addr = e->addr, time = e->time;
+	bool alive = e->size & ALIVE;
 	size_t j;
 
-	if (!addr)
-		return true;
 	if (2 * (t->n + 1) > t->cap && !table_grow(t))
 		return false;
 	j = slot_of(addr, t->cap);
@@ -94,7 +107,34 @@ static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uin
 		/* an older event (or a free at the tick of the allocation after it) */
 		return true;
 	}
-	t->s[j] = (struct slot){addr, time, alive ? size | ALIVE : 0};
+	t->s[j] = (struct slot){addr, time, alive ? e->size : 0};
+	return true;
+}
+
+/* Applies the queued events, oldest first; false when the table cannot grow. */
+static bool flush(struct table *t)
+{
+	for (; t->queued; t->queued--, t->head = (t->head + 1) % AHEAD)
+		if (!apply(t, &t->queue[t->head]))
+			return false;
+	return true;
+}
+
+/* A host event on addr at time: queued, its slot fetched, the oldest applied when full. */
+static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
+{
+	if (!addr)
+		return true;
+	if (t->queued == AHEAD) {
+		if (!apply(t, &t->queue[t->head]))
+			return false;
+		t->head = (t->head + 1) % AHEAD;
+		t->queued--;
+	}
+	if (t->cap)
+		__builtin_prefetch(&t->s[slot_of(addr, t->cap)], 1);
+	t->queue[(t->head + t->queued++) % AHEAD] =
+	        (struct event){addr, time, alive ? size | ALIVE : 0};
 	return true;
 }
 
@@ -391,7 +431,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 		w.ins[parent].cutoff = w.ins[cur].start;
 		cur = parent;
 	}
-	if (!each_chunk(file, (uint64_t)st.st_size, events_of, &w))
+	if (!each_chunk(file, (uint64_t)st.st_size, events_of, &w) || !flush(&w.t))
 		goto no_memory;
 	for (size_t i = 0; i < w.t.cap; i++)
 		nb += (w.t.s[i].size & ALIVE) != 0;
