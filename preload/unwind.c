@@ -539,16 +539,19 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 }
 
 /*
- * The words of states from on, after their bp_live is known: a bp loaded
- * into a state that nothing above uses (code without frame pointers) is
- * not the walk's business, and is not checked.
+ * States from on, once the walk is stored: which states' bp matters to the
+ * walk above them (the outermost's when the walk was cut: a later walk may
+ * go on from it), and the words to check. A bp loaded into a state that
+ * nothing above uses (code without frame pointers) is not the walk's
+ * business, and is not checked.
  */
-static void checks_from(struct mt_walk *w, unsigned from)
+static void finish_from(struct mt_walk *w, unsigned from)
 {
 	unsigned j = w->first[from];
 
 	for (unsigned i = from; i < w->n; i++) {
-		const struct mt_frame *f = &w->f[i];
+		struct mt_frame *f = &w->f[i];
+		f->bp_live = f->rbp_cfa || (i == 0 ? w->truncated : !f[-1].loaded && f[-1].bp_live);
 		w->first[i] = (uint16_t)j;
 		w->chk[j] = (struct mt_check){f->sp - 8, f->ip};
 		w->chk_state[j++] = (uint16_t)i;
@@ -685,7 +688,9 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
 static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
                 unsigned max)
 {
-	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
+	/* the new states, innermost last (top[-i] is the i-th), so that they are stored, outermost
+	 * first, with one copy */
+	struct mt_frame fresh[WALK_MAX], *top = &fresh[WALK_MAX - 1];
 	uintptr_t cache =
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
 	unsigned k = 1, from;
@@ -693,9 +698,9 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	int keep = -1;                              /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 
-	fresh[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
+	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		struct mt_frame *f = &fresh[k - 1];
+		struct mt_frame *f = top - (k - 1);
 		while (c >= 0 && w->f[c].sp < f->sp)
 			c--;
 		if (c >= 0 && c < changed && w->f[c].sp == f->sp && w->f[c].ip == f->ip &&
@@ -703,13 +708,13 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 			changed = first_changed(w, (unsigned)c);
 			if (changed < 0) {
 				keep = c;
-				k--; /* state c is fresh[k - 1] */
+				k--; /* state c is top[-(k - 1)] */
 				break;
 			}
 		}
 		if (k == max)
 			break;
-		enum step e = step(t, cache, f, &fresh[k], fresh, k);
+		enum step e = step(t, cache, f, f - 1, f, k);
 		if (e == STEP_LIBUNWIND)
 			return -1;
 		if (e == STEP_END)
@@ -725,21 +730,14 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	} else {
 		w->truncated = keep < 0 ? k == max : was_truncated && keep + 1 + k == max;
 	}
-	for (unsigned i = 0; i < k; i++)
-		w->f[keep + 1 + (int)i] = fresh[k - 1 - i];
+	memcpy(&w->f[keep + 1], top - (k - 1), k * sizeof(*top));
 	w->n = (unsigned)(keep + 1) + k;
 	bool extend = keep >= 0 && was_truncated && w->n < max;
 	if (extend && extend_outwards(t, cache, w, max) < 0)
 		return -1;
-	/* which states' bp matters to the walk above them (the new ones, or all after extending
-	 * or cutting: the outermost state's changes with the cut) */
+	/* the new states, or all after extending or cutting (the outermost changed) */
 	from = extend || dropped ? 0 : (unsigned)(keep + 1);
-	for (unsigned i = from; i < w->n; i++) {
-		struct mt_frame *f = &w->f[i];
-		f->bp_live = f->rbp_cfa ||
-		             (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
-	}
-	checks_from(w, from);
+	finish_from(w, from);
 	return w->truncated || was_truncated ? 0 : keep + 1;
 }
 
