@@ -45,6 +45,7 @@ struct table {
 	size_t cap, n;             /* cap a power of two; n used slots */
 	struct event queue[AHEAD]; /* a ring: queued events from head on */
 	unsigned head, queued;
+	bool last_alloc; /* the newest queued event is an allocation of this chunk's */
 };
 
 struct instance {
@@ -120,11 +121,24 @@ static bool flush(struct table *t)
 	return true;
 }
 
-/* A host event on addr at time: queued, its slot fetched, the oldest applied when full. */
+/*
+ * A host event on addr at time: queued, its slot fetched, the oldest applied
+ * when full. A free of the block the same thread allocated just before (a
+ * temporary: most of a busy program's blocks) takes that allocation back
+ * out of the queue, and neither reaches the table: whatever the address's
+ * state before them, every event of it before the allocation ended it dead,
+ * and the free ends it dead again.
+ */
 static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
 {
 	if (!addr)
 		return true;
+	if (!alive && t->last_alloc && t->queue[(t->head + t->queued - 1) % AHEAD].addr == addr) {
+		t->queued--;
+		t->last_alloc = false;
+		return true;
+	}
+	t->last_alloc = alive;
 	if (t->queued == AHEAD) {
 		if (!apply(t, &t->queue[t->head]))
 			return false;
@@ -159,6 +173,29 @@ static uint64_t u(struct cur *c)
 	}
 	c->bad = true;
 	return 0;
+}
+
+/* The most a short record's fields take: four varints of ten bytes. */
+#define SHORT_MAX (4 * MT_MAX_VARINT)
+
+/* A uleb with no bound check: at most MT_MAX_VARINT bytes are read, whatever they hold. */
+static inline uint64_t fast_u(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = *p++;
+
+	if (v & 0x80) {
+		uint8_t b;
+		v &= 0x7f;
+		for (unsigned shift = 7; shift < 64; shift += 7) {
+			b = *p++;
+			v |= (uint64_t)(b & 0x7f) << shift;
+			if (!(b & 0x80))
+				break;
+		}
+	}
+	*pp = p;
+	return v;
 }
 
 static uint64_t z(struct cur *c)
@@ -207,19 +244,31 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 {
 	uint64_t addr = 0;
 
+	t->last_alloc = false; /* another thread's, or another stretch of this one's */
 	while (p < end && *p) {
 		unsigned type = *p++;
 		struct cur c = {p, end, false};
 		if (mt_record_is_short(type)) {
 			bool alive = type != MT_REC_SHORT_FREE;
-			time += z(&c);
-			addr += z(&c);
-			uint64_t size = alive ? u(&c) : 0;
-			if (type == MT_REC_SHORT_MALLOC)
-				u(&c); /* stack */
-			if (c.bad)
-				return true;
-			p = c.p;
+			uint64_t size = 0;
+			if (end - p >= SHORT_MAX) {
+				/* the chunk's data bounds no field here: no check a byte */
+				time += (uint64_t)mt_unzigzag(fast_u(&p));
+				addr += (uint64_t)mt_unzigzag(fast_u(&p));
+				if (alive)
+					size = fast_u(&p);
+				if (type == MT_REC_SHORT_MALLOC)
+					fast_u(&p); /* stack */
+			} else {
+				time += z(&c);
+				addr += z(&c);
+				size = alive ? u(&c) : 0;
+				if (type == MT_REC_SHORT_MALLOC)
+					u(&c);
+				if (c.bad)
+					return true;
+				p = c.p;
+			}
 			if (time <= cutoff && !event(t, addr, time, alive, size))
 				return false;
 			continue;
