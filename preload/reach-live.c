@@ -91,7 +91,7 @@ static bool table_grow(struct table *t)
 }
 
 /* A host event: the address's state if it is the latest. */
-static bool apply(struct table *t, const struct event *e)
+static __attribute__((noinline)) bool apply(struct table *t, const struct event *e)
 {
 	uint64_t addr = e->addr, time = e->time;
 	bool alive = e->size & ALIVE;
@@ -129,7 +129,8 @@ static bool flush(struct table *t)
  * state before them, every event of it before the allocation ended it dead,
  * and the free ends it dead again.
  */
-static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
+static inline __attribute__((always_inline)) bool event(struct table *t, uint64_t addr,
+                                                        uint64_t time, bool alive, uint64_t size)
 {
 	if (!addr)
 		return true;
@@ -247,7 +248,6 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 	t->last_alloc = false; /* another thread's, or another stretch of this one's */
 	while (p < end && *p) {
 		unsigned type = *p++;
-		struct cur c = {p, end, false};
 		if (mt_record_is_short(type)) {
 			bool alive = type != MT_REC_SHORT_FREE;
 			uint64_t size = 0;
@@ -260,6 +260,7 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 				if (type == MT_REC_SHORT_MALLOC)
 					fast_u(&p); /* stack */
 			} else {
+				struct cur c = {p, end, false};
 				time += z(&c);
 				addr += z(&c);
 				size = alive ? u(&c) : 0;
@@ -273,6 +274,7 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 				return false;
 			continue;
 		}
+		struct cur c = {p, end, false};
 		uint64_t len = u(&c);
 		if (c.bad || len > (uint64_t)(end - c.p))
 			return true;
