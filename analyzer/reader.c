@@ -891,6 +891,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.reach.bytes = u(d);
 		rec->u.reach.scanned = u(d);
 		rec->u.reach.ns = u(d);
+		rec->u.reach.chunks = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_REACH_BLOCKS:
 		return reach_blocks(rec, d, err);

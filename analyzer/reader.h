@@ -197,6 +197,7 @@ struct mt_record {
 			        time; /* the scan's moment in ticks (rec->time is the register's) */
 			uint64_t status; /* enum mt_reach_status */
 			uint64_t detail, blocks, bytes, scanned, ns;
+			uint64_t chunks; /* trace chunks read back; 0 before 2026-11-26 */
 		} reach;
 		struct {
 			uint64_t cls; /* enum mt_reach_class */

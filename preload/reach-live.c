@@ -69,7 +69,7 @@ static size_t slot_of(uint64_t addr, size_t cap)
 
 static bool table_grow(struct table *t)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1u << 16;
+	size_t cap = t->cap ? t->cap * 2 : 1u << 10; /* a short process: 24 KiB to read through */
 	struct slot *s = mt_reach_map(cap * sizeof(*s));
 
 	if (!s)
@@ -339,12 +339,45 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 typedef bool (*chunk_fn)(void *ctx, const struct mt_chunk_header *h, const uint8_t *data,
                          const uint8_t *end);
 
-/* Every chunk of the file, in file order, as the analyzer walks them. */
-static bool each_chunk(const uint8_t *file, uint64_t size, chunk_fn fn, void *ctx)
+/* The chunk at off, if one was written there; its end in *end. */
+static const struct mt_chunk_header *chunk_at(const uint8_t *file, uint64_t size, uint64_t off,
+                                              uint64_t *end)
+{
+	const struct mt_chunk_header *h = (const void *)(file + off);
+
+	if (off < MT_CHUNK_UNIT || off % MT_CHUNK_UNIT ||
+	    off + sizeof(struct mt_chunk_header) > size || h->magic != MT_CHUNK_MAGIC ||
+	    h->size < MT_CHUNK_UNIT || h->size % MT_CHUNK_UNIT)
+		return NULL;
+	*end = off + h->size < size ? off + h->size : size;
+	return h;
+}
+
+/*
+ * The chunks the process listed (reach.c: its own and its fork ancestors'),
+ * or, when it kept no list, every chunk of the file in file order, as the
+ * analyzer walks them. *visited: how many.
+ */
+static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
+                       chunk_fn fn, void *ctx, uint64_t *visited)
 {
 	const struct mt_file_header *fh = (const void *)file;
-	uint64_t off = fh->header_size;
+	uint64_t off = fh->header_size, end;
 
+	*visited = 0;
+	if (in->chunks) {
+		for (uint64_t i = 0; i < in->nchunks; i++) {
+			const uint64_t *blk = in->chunks[i >> MT_REACH_CHUNK_BLOCK_BITS];
+			const struct mt_chunk_header *h;
+			off = blk ? blk[i & ((1u << MT_REACH_CHUNK_BLOCK_BITS) - 1)] : 0;
+			if (!off || !(h = chunk_at(file, size, off, &end)))
+				continue; /* being listed this moment, or never written */
+			++*visited;
+			if (!fn(ctx, h, file + off + sizeof(*h), file + end))
+				return false;
+		}
+		return true;
+	}
 	while (off + sizeof(struct mt_chunk_header) <= size) {
 		const struct mt_chunk_header *h = (const void *)(file + off);
 		if (h->magic != MT_CHUNK_MAGIC) {
@@ -353,7 +386,8 @@ static bool each_chunk(const uint8_t *file, uint64_t size, chunk_fn fn, void *ct
 		}
 		if (h->size < MT_CHUNK_UNIT || h->size % MT_CHUNK_UNIT)
 			break;
-		uint64_t end = off + h->size < size ? off + h->size : size;
+		end = off + h->size < size ? off + h->size : size;
+		++*visited;
 		if (!fn(ctx, h, file + off + sizeof(*h), file + end))
 			return false;
 		off += h->size;
@@ -438,7 +472,7 @@ static void sort_blocks(struct mt_reach_block *b, struct mt_reach_block *tmp, si
 }
 
 int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
-                  uint64_t *detail)
+                  uint64_t *chunks, uint64_t *detail)
 {
 	struct stat st;
 	const uint8_t *file;
@@ -468,7 +502,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 	w.ins = mt_reach_map(w.nins * sizeof(*w.ins));
 	if (!w.ins)
 		goto no_memory;
-	each_chunk(file, (uint64_t)st.st_size, process_of, &w);
+	each_chunk(in, file, (uint64_t)st.st_size, process_of, &w, chunks);
 	/* the instance, then each one it was forked from, up to that fork */
 	if (in->instance >= w.nins) {
 		*detail = EBADMSG;
@@ -482,7 +516,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 		w.ins[parent].cutoff = w.ins[cur].start;
 		cur = parent;
 	}
-	if (!each_chunk(file, (uint64_t)st.st_size, events_of, &w) || !flush(&w.t))
+	if (!each_chunk(in, file, (uint64_t)st.st_size, events_of, &w, chunks) || !flush(&w.t))
 		goto no_memory;
 	for (size_t i = 0; i < w.t.cap; i++)
 		nb += (w.t.s[i].size & ALIVE) != 0;

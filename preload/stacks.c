@@ -95,8 +95,7 @@ static inline uint64_t table_limit(unsigned j)
 
 static void *table_map(unsigned j)
 {
-	return mt_real.mmap(NULL, sizeof(uint64_t) << table_bits(j), PROT_READ | PROT_WRITE,
-	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return mt_own_map(sizeof(uint64_t) << table_bits(j));
 }
 
 static inline uint64_t bloom_bits(uint64_t h)
@@ -112,12 +111,12 @@ static inline _Atomic uint64_t *bloom_word(uint64_t h)
 static void tables_unmap(void)
 {
 	if (bloom)
-		mt_real.munmap((void *)bloom, sizeof(uint64_t) << BLOOM_BITS);
+		mt_own_unmap((void *)bloom, sizeof(uint64_t) << BLOOM_BITS);
 	bloom = NULL;
 	for (unsigned j = 0; j < MAX_TABLES; j++) {
 		void *t = atomic_exchange(&tables[j], NULL);
 		if (t)
-			mt_real.munmap(t, sizeof(uint64_t) << table_bits(j));
+			mt_own_unmap(t, sizeof(uint64_t) << table_bits(j));
 		atomic_store(&used[j], 0);
 	}
 }
@@ -126,14 +125,13 @@ static void tables_unmap(void)
 static int tables_start(void)
 {
 	void *t = table_map(0);
-	void *b = mt_real.mmap(NULL, sizeof(uint64_t) << BLOOM_BITS, PROT_READ | PROT_WRITE,
-	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *b = mt_own_map(sizeof(uint64_t) << BLOOM_BITS);
 
 	if (t == MAP_FAILED || b == MAP_FAILED) {
 		if (t != MAP_FAILED)
-			mt_real.munmap(t, sizeof(uint64_t) << table_bits(0));
+			mt_own_unmap(t, sizeof(uint64_t) << table_bits(0));
 		if (b != MAP_FAILED)
-			mt_real.munmap(b, sizeof(uint64_t) << BLOOM_BITS);
+			mt_own_unmap(b, sizeof(uint64_t) << BLOOM_BITS);
 		return -1;
 	}
 	bloom = b;
@@ -265,7 +263,7 @@ static bool grow(unsigned j)
 		atomic_store(&grow_failed, true);
 		table_full(errno);
 	} else if (!atomic_compare_exchange_strong(&tables[j], &none, p)) {
-		mt_real.munmap(p, sizeof(uint64_t) << table_bits(j)); /* another thread's won */
+		mt_own_unmap(p, sizeof(uint64_t) << table_bits(j)); /* another thread's won */
 	}
 	errno = err;
 	return p != MAP_FAILED || atomic_load(&tables[j]);

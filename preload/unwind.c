@@ -413,8 +413,7 @@ static inline _Atomic uint64_t *slot(uintptr_t cache, uint64_t ip)
 
 static void *rules_map(unsigned bits)
 {
-	return mt_real.mmap(NULL, sizeof(uint64_t) << bits, PROT_READ | PROT_WRITE,
-	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return mt_own_map(sizeof(uint64_t) << bits);
 }
 
 /* Slow path: a rule was computed; the cache grows when it has made enough. */
@@ -438,7 +437,7 @@ static void rule_made(void)
 	                                            memory_order_release, memory_order_relaxed))
 		atomic_store_explicit(&rules_made, 0, memory_order_relaxed);
 	else
-		mt_real.munmap(p, sizeof(uint64_t) << (bits + RULE_BITS_STEP)); /* another's won */
+		mt_own_unmap(p, sizeof(uint64_t) << (bits + RULE_BITS_STEP)); /* another's won */
 }
 
 /* The thread's stack, so that no load leaves it. */
@@ -568,8 +567,7 @@ static void finish_from(struct mt_walk *w, unsigned from)
 struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
-		uint8_t *p = mt_real.mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
-		                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *p = mt_own_map(AREA_BYTES);
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = (struct mt_area *)p;
@@ -581,7 +579,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 void mt_area_release(struct mt_thread *t)
 {
 	if (t->area)
-		mt_real.munmap(t->area, AREA_BYTES);
+		mt_own_unmap(t->area, AREA_BYTES);
 	t->area = NULL;
 }
 
@@ -878,8 +876,7 @@ void mt_unwind_frames(void **frames, int n)
 struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
-		void *p = mt_real.mmap(NULL, sizeof(struct mt_area), PROT_READ | PROT_WRITE,
-		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *p = mt_own_map(sizeof(struct mt_area));
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = p;
@@ -890,7 +887,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 void mt_area_release(struct mt_thread *t)
 {
 	if (t->area)
-		mt_real.munmap(t->area, sizeof(struct mt_area));
+		mt_own_unmap(t->area, sizeof(struct mt_area));
 	t->area = NULL;
 }
 
