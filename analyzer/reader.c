@@ -65,6 +65,9 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_PYSTACK] = "PYSTACK",
         [MT_REC_REACH] = "REACH",
         [MT_REC_REACH_BLOCKS] = "REACH_BLOCKS",
+        [MT_REC_SHORT_MALLOC] = "SHORT_MALLOC",
+        [MT_REC_SHORT_MALLOC_SAME] = "SHORT_MALLOC_SAME",
+        [MT_REC_SHORT_FREE] = "SHORT_FREE",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -217,11 +220,11 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 		            h->version, MT_FORMAT_VERSION);
 	if (h->version == 0)
 		return fail(err, -EBADMSG, 8, "bad format version 0");
-	if (h->version < MT_FORMAT_VERSION)
+	if (h->version < MT_FORMAT_OLDEST)
 		return fail(err, -EPROTONOSUPPORT, 8,
 		            "trace format version %u is older than this memtrace reads (%u); read "
 		            "it with the memtrace that wrote it",
-		            h->version, MT_FORMAT_VERSION);
+		            h->version, MT_FORMAT_OLDEST);
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
 		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
 	if (h->chunk_unit < 4096 || h->chunk_unit % 4096 || h->chunk_unit > MAX_CHUNK_SIZE)
@@ -251,8 +254,8 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 /*
  * Whether a given-up chunk's records are what its writer wrote: the
  * checksum of the bytes from its header's end to the end of its data (the
- * walk by record lengths to the first zero type byte; a damaged length
- * takes the walk elsewhere, and the sum differs).
+ * walk by record lengths, and a short record's fields, to the first zero
+ * type byte; a damaged length takes the walk elsewhere, and the sum differs).
  */
 static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 {
@@ -262,6 +265,13 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 	while (p < end && *p != MT_REC_END_OF_DATA) {
 		const uint8_t *q = p + 1;
 		uint64_t len;
+		if (mt_record_is_short(*p)) {
+			for (unsigned i = mt_short_fields(*p); i > 0; i--)
+				if (mt_get_varint(&q, end, &len) < 0)
+					return false;
+			p = q;
+			continue;
+		}
 		if (mt_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
 			return false;
 		p = q + len;
@@ -519,6 +529,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 	c->end = t->data + c->chunk.offset + c->chunk.avail;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
+	c->stack = 0;
 	return 1;
 }
 
@@ -892,6 +903,57 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
+/*
+ * A short record (format 3): a type byte and its fields, no length, bounded
+ * by the chunk's data; read as the ALLOC of a malloc or the FREE of a free.
+ * A record that runs past the end of a cut file's data is the one the file
+ * was cut in: the end of what is there.
+ */
+static int short_record(struct mt_cursor *c, struct mt_record *rec, uint64_t off,
+                        struct mt_error *err)
+{
+	unsigned type = *c->pos;
+	struct dec d = {.p = c->pos + 1, .end = c->end};
+	uint64_t time = c->time + (uint64_t)z(&d), addr = c->addr + (uint64_t)z(&d);
+	uint64_t size = 0, stack = c->stack;
+
+	if (type != MT_REC_SHORT_FREE)
+		size = u(&d);
+	if (type == MT_REC_SHORT_MALLOC)
+		stack += (uint64_t)z(&d);
+	if (d.bad) {
+		c->done = true;
+		if (c->chunk.avail < c->chunk.size)
+			return 0;
+		return fail(err, -EBADMSG, off,
+		            "%s record: field %u runs past the end of its chunk or is not a valid "
+		            "varint",
+		            record_names[type], d.field + 1);
+	}
+	c->time = time;
+	c->addr = addr;
+	c->stack = stack;
+	rec->offset = off;
+	rec->length = (uint32_t)(d.p - c->pos - 1);
+	rec->chunk = &c->chunk;
+	rec->time = time;
+	if (type == MT_REC_SHORT_FREE) {
+		rec->type = MT_REC_FREE;
+		rec->u.free.fn = MT_FN_FREE;
+		rec->u.free.addr = addr;
+		rec->u.free.kind = MT_KIND_HOST;
+	} else {
+		rec->type = MT_REC_ALLOC;
+		rec->u.alloc.fn = MT_FN_MALLOC;
+		rec->u.alloc.addr = addr;
+		rec->u.alloc.size = size;
+		rec->u.alloc.stack = stack;
+		rec->u.alloc.kind = MT_KIND_HOST;
+	}
+	c->pos = d.p;
+	return 1;
+}
+
 /* A chunk that failed its checksum is read up to its first record that does not decode. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
 {
@@ -916,6 +978,8 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 		return 0;
 	}
 	off = (uint64_t)(p - c->trace->data);
+	if (mt_record_is_short(*p))
+		return short_record(c, rec, off, err);
 	payload = p + 1;
 	if (c->chunk.avail < c->chunk.size &&
 	    (mt_get_varint(&payload, c->end, &len) < 0 || len > (uint64_t)(c->end - payload))) {

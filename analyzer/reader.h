@@ -220,7 +220,7 @@ struct mt_cursor {
 	const struct mt_trace *trace;
 	struct mt_chunk chunk;
 	const uint8_t *pos, *end;
-	uint64_t time, addr; /* the chunk's registers */
+	uint64_t time, addr, stack; /* the chunk's registers */
 	bool done;
 	/*
 	 * Set by a caller that wants only the times of event records (a first

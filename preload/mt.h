@@ -40,6 +40,7 @@ struct mt_thread {
 	uint8_t *base;                /* the chunk's mapping, NULL when none */
 	uint64_t time;                /* time register: last record's time */
 	uint64_t addr;                /* address register: last address written, ^ MT_ADDR_MASK */
+	uint32_t stack;               /* stack register: the last short malloc's stack */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
 	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
@@ -277,6 +278,14 @@ static inline uint8_t *mt_room(size_t need)
 static inline void mt_commit_small(uint8_t *rec, uint8_t type, uint8_t *end)
 {
 	rec[1] = (uint8_t)(end - rec - 2);
+	atomic_signal_fence(memory_order_release);
+	rec[0] = type;
+	mt_self.pos = end;
+}
+
+/* A short record (trace-format.h): its fields at rec + 1 and ending at end, no length. */
+static inline void mt_commit_short(uint8_t *rec, uint8_t type, uint8_t *end)
+{
 	atomic_signal_fence(memory_order_release);
 	rec[0] = type;
 	mt_self.pos = end;
