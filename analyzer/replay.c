@@ -108,6 +108,9 @@ struct mt_instance_priv {
 	mt_u128 *cp_px;
 	uint32_t cp_cap;
 	uint32_t next_even; /* evenly spaced checkpoints taken so far */
+	/* the next one's ticks, UINT64_MAX after the last: a 128-bit division per event is
+	 * too dear to compute it each time */
+	uint64_t next_even_tick;
 	uint64_t even_start, even_end;
 	uint64_t samples_cap;
 	uint32_t marks_cap;
@@ -646,10 +649,12 @@ static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
 	struct mt_instance_priv *p = in->priv;
 	int ret;
 
-	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || even_tick(p, p->next_even) < key)) {
-		if ((ret = checkpoint(in, even_tick(p, p->next_even))) < 0)
+	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || p->next_even_tick < key)) {
+		if ((ret = checkpoint(in, p->next_even_tick)) < 0)
 			return ret;
 		p->next_even++;
+		p->next_even_tick = p->next_even < MT_EVEN_CHECKPOINTS ? even_tick(p, p->next_even)
+		                                                       : UINT64_MAX;
 	}
 	return 0;
 }
@@ -1282,6 +1287,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	in->series.n = in->series.marks ? in->marks_total : MT_EVEN_CHECKPOINTS;
 	in->series.start_ns = mt_clock_ns(&r->fit, p->even_start);
 	in->series.end_ns = mt_clock_ns(&r->fit, p->even_end);
+	p->next_even_tick = even_tick(p, 0);
 	if (p->seed) {
 		ret = seed_child(in);
 		if (ret < 0)
@@ -1320,8 +1326,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	while (nheap > 0) {
 		struct stream *s = heap[0];
 
-		ret = even_checkpoints(in, s->key, false);
-		if (ret < 0)
+		if (p->next_even_tick < s->key && (ret = even_checkpoints(in, s->key, false)) < 0)
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
 		while (next_child < nchildren && children[next_child]->start_time < s->key) {
