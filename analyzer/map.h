@@ -3,9 +3,14 @@
  * A hash map from a 64-bit key to a fixed-size value stored in place, for
  * the analyzer's tables (live blocks, stacks, per-stack figures). Open
  * addressing with linear probing and backward-shift deletion, so deleting
- * leaves no tombstones and a long replay does not slow down.
+ * leaves no tombstones and a long replay does not slow down. An empty slot
+ * holds the key MT_MAP_EMPTY (that key itself, should a caller use it,
+ * lives in one spare slot after the table). A small value sits in the slot
+ * next to its key, so a lookup costs one cache miss; a large one sits in a
+ * parallel array, so that probing runs over densely packed keys.
  *
- * May not: print. A value pointer is valid until the next put or delete.
+ * May not: print. A value pointer is valid until the next put or delete;
+ * it is aligned to 8 bytes, or to 16 when vsize is a multiple of 16.
  */
 #ifndef MEMTRACE_ANALYZER_MAP_H
 #define MEMTRACE_ANALYZER_MAP_H
@@ -14,13 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define MT_MAP_EMPTY UINT64_MAX
+
 struct mt_map {
-	uint64_t *keys;
-	uint8_t *used;
-	uint8_t *vals;
+	unsigned char *slots; /* cap slots, then the spare one; NULL while cap is 0 */
+	unsigned char *vals;  /* cap + 1 large values, or NULL when values are in the slots */
 	size_t vsize;
-	size_t cap; /* a power of two, or 0 */
-	size_t count;
+	size_t voff;   /* where a small value starts in its slot */
+	size_t stride; /* bytes a slot */
+	size_t cap;    /* a power of two, or 0 */
+	size_t count;  /* the spare's key included */
+	bool spare_used;
 };
 
 void mt_map_init(struct mt_map *m, size_t vsize);
