@@ -37,12 +37,12 @@ static bool apart(const struct mt_map *m)
 
 static uint64_t *key_at(const struct mt_map *m, size_t i)
 {
-	return (uint64_t *)(void *)(m->slots + i * m->stride);
+	return (uint64_t *)(void *)(m->slots + (i << m->shift));
 }
 
 static void *val_at(const struct mt_map *m, size_t i)
 {
-	return m->vals ? m->vals + i * m->vsize : m->slots + i * m->stride + m->voff;
+	return m->vals ? m->vals + i * m->vsize : m->slots + (i << m->shift) + m->voff;
 }
 
 /* In 8-byte words inline: a libc call of a run-time size costs more than a short copy.
@@ -64,11 +64,13 @@ void mt_map_init(struct mt_map *m, size_t vsize)
 	m->vsize = vsize;
 	/* a type aligned to 16 (an __int128 inside) has a size that is a multiple of 16 */
 	if (apart(m)) {
-		m->stride = sizeof(uint64_t);
+		m->shift = 3;
 		return;
 	}
 	m->voff = vsize && vsize % 16 == 0 ? 16 : 8;
-	m->stride = (m->voff + vsize + m->voff - 1) / m->voff * m->voff;
+	/* a power of two: an index shifts to its slot, and no slot straddles a cache line */
+	for (m->shift = 3; (size_t)1 << m->shift < m->voff + vsize; m->shift++)
+		;
 }
 
 void mt_map_free(struct mt_map *m)
@@ -100,7 +102,7 @@ static int grow(struct mt_map *m)
 	n.cap = m->cap ? m->cap * 2 : 16;
 	n.count = 0;
 	n.spare_used = false;
-	n.slots = malloc((n.cap + 1) * n.stride);
+	n.slots = malloc((n.cap + 1) << n.shift);
 	n.vals = apart(m) ? malloc((n.cap + 1) * n.vsize) : NULL;
 	if (!n.slots || (apart(m) && !n.vals)) {
 		free(n.slots);
@@ -108,7 +110,7 @@ static int grow(struct mt_map *m)
 		return -ENOMEM;
 	}
 	/* every key MT_MAP_EMPTY: all bits set */
-	memset(n.slots, 0xff, (n.cap + 1) * n.stride);
+	memset(n.slots, 0xff, (n.cap + 1) << n.shift);
 	for (size_t i = 0; i < m->cap; i++) {
 		bool created;
 		uint64_t k = *key_at(m, i);
@@ -189,7 +191,7 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 	for (j = (i + 1) & mask; (k = *key_at(m, j)) != MT_MAP_EMPTY; j = (j + 1) & mask) {
 		size_t home = slot_of(m, k);
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			copy_words(key_at(m, i), key_at(m, j), m->stride);
+			copy_words(key_at(m, i), key_at(m, j), (size_t)1 << m->shift);
 			if (m->vals)
 				memcpy(val_at(m, i), val_at(m, j), m->vsize);
 			i = j;
@@ -226,7 +228,7 @@ int mt_map_copy(struct mt_map *dst, const struct mt_map *src)
 	*dst = *src;
 	if (!src->cap)
 		return 0;
-	dst->slots = malloc((src->cap + 1) * src->stride);
+	dst->slots = malloc((src->cap + 1) << src->shift);
 	dst->vals = src->vals ? malloc((src->cap + 1) * src->vsize) : NULL;
 	if (!dst->slots || (src->vals && !dst->vals)) {
 		free(dst->slots);
@@ -234,7 +236,7 @@ int mt_map_copy(struct mt_map *dst, const struct mt_map *src)
 		mt_map_init(dst, src->vsize);
 		return -ENOMEM;
 	}
-	memcpy(dst->slots, src->slots, (src->cap + 1) * src->stride);
+	memcpy(dst->slots, src->slots, (src->cap + 1) << src->shift);
 	if (src->vals)
 		memcpy(dst->vals, src->vals, (src->cap + 1) * src->vsize);
 	return 0;

@@ -25,10 +25,10 @@ struct mt_map {
 	unsigned char *slots; /* cap slots, then the spare one; NULL while cap is 0 */
 	unsigned char *vals;  /* cap + 1 large values, or NULL when values are in the slots */
 	size_t vsize;
-	size_t voff;   /* where a small value starts in its slot */
-	size_t stride; /* bytes a slot */
-	size_t cap;    /* a power of two, or 0 */
-	size_t count;  /* the spare's key included */
+	size_t voff;    /* where a small value starts in its slot */
+	unsigned shift; /* log2 of the bytes a slot */
+	size_t cap;     /* a power of two, or 0 */
+	size_t count;   /* the spare's key included */
 	bool spare_used;
 };
 
