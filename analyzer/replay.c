@@ -52,13 +52,30 @@ struct thread {
 	size_t n, cap;
 };
 
-/* blocks: the blocks it stands for, more than 1 when sampled (sampling.h); see block_bytes */
+/*
+ * stat: its (stack, kind) figures' index in the owner's stat arrays, which
+ * say its stack and kind, so that a free finds them without a look-up;
+ * blocks: the blocks it stands for, more than 1 when sampled (sampling.h),
+ * see block_bytes. 16 bytes, so that it shares its map slot with its key.
+ */
 struct host_block {
 	uint64_t size;
-	uint32_t stack;
-	uint32_t stack_instance;
-	uint32_t kind;
+	uint32_t stat;
 	uint32_t blocks;
+};
+
+/*
+ * The figures of one (stack, kind) that every event of it changes: one
+ * cache line, apart from the growth sums and floors (in struct
+ * mt_stack_stats, the cold part), which change only when a checkpoint passed.
+ */
+struct stat_hot {
+	uint64_t live_bytes, live_blocks;
+	uint64_t allocations, bytes_allocated;
+	uint64_t peak_bytes, peak_blocks;
+	uint64_t epoch;  /* the peak generation peak_* was last brought up to */
+	uint32_t synced; /* checkpoints.n the cold growth figures include */
+	uint32_t kind;
 };
 
 struct range {
@@ -69,6 +86,9 @@ struct range {
 
 struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
+	/* whose stat arrays the blocks' stat indices are in: the instance replayed, or the
+	 * parent a forked child's seed was copied from until the child takes it */
+	struct mt_instance_priv *owner;
 	struct range *ranges;
 	size_t nranges, cap;
 	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks */
@@ -85,8 +105,12 @@ struct mt_instance_priv {
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
-	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct
-	                                             mt_stack_stats */
+	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold */
+	struct mt_map stat_index[MT_KIND_COUNT];
+	struct stat_hot *hot; /* 64-byte aligned */
+	/* the rest of each (stack, kind)'s figures; the hot ones copied in when shown */
+	struct mt_stack_stats *cold;
+	uint32_t nstats, stats_cap;
 	uint64_t epoch[MT_KIND_COUNT];
 	/* host + mmap bytes live before the last change of them, and whether the last
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
@@ -177,7 +201,7 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
 	for (int k = 0; k < MT_KIND_COUNT; k++)
-		mt_map_init(&in->priv->stack_stats[k], sizeof(struct mt_stack_stats));
+		mt_map_init(&in->priv->stat_index[k], sizeof(uint32_t));
 	in->id = id;
 	*idx = r->ninstances++;
 	return in;
@@ -556,9 +580,9 @@ static uint32_t series_pos(const struct mt_instance *in)
 }
 
 /* The floors of the windows of positions a .. b-1, where the stack held y bytes. */
-static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s)
+static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t y)
 {
-	const uint64_t n = in->series.n, y = s->live_bytes;
+	const uint64_t n = in->series.n;
 	uint32_t a = s->g_synced, b = series_pos(in);
 
 	if (b > n)
@@ -574,18 +598,18 @@ static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s)
 	s->g_synced = b;
 }
 
-/* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last
- * sync. */
-static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
+/* Brings a stack's growth sums up to now: its live bytes, `live`, held at every checkpoint since
+ * its last sync. */
+static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t live)
 {
-	const mt_u128 y = s->live_bytes;
+	const mt_u128 y = live;
 	uint64_t a, b;
 
 	if (s->t_synced != in->checkpoints.n) {
 		a = s->t_synced;
 		b = in->checkpoints.n;
 		if (a == 0)
-			s->first_bytes = s->live_bytes;
+			s->first_bytes = live;
 		if (y) {
 			s->t_sy += y * (b - a);
 			s->t_sxy += y * (in->priv->cp_px[b] - in->priv->cp_px[a]);
@@ -604,7 +628,7 @@ static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
 		}
 		s->m_synced = (uint32_t)b;
 	}
-	sync_floors(in, s);
+	sync_floors(in, s, live);
 }
 
 /* A growth checkpoint at `ticks`: the live set as it is now. */
@@ -722,33 +746,89 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 	return 0;
 }
 
-static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-                  int64_t dbytes, int64_t dblocks, uint64_t allocs, uint64_t alloc_bytes)
+/* Room for one more (stack, kind): the hot array stays aligned to its cache lines. */
+static int stats_grow(struct mt_instance_priv *p)
+{
+	uint32_t cap = p->stats_cap ? p->stats_cap * 2 : 64;
+	struct stat_hot *hot;
+	void *cold;
+
+	if (cap <= p->stats_cap)
+		return -ENOMEM;
+	hot = aligned_alloc(64, (size_t)cap * sizeof(*hot));
+	cold = realloc(p->cold, (size_t)cap * sizeof(*p->cold));
+	if (cold)
+		p->cold = cold;
+	if (!hot || !cold) {
+		free(hot);
+		return -ENOMEM;
+	}
+	if (p->nstats)
+		memcpy(hot, p->hot, (size_t)p->nstats * sizeof(*hot));
+	free(p->hot);
+	p->hot = hot;
+	p->stats_cap = cap;
+	return 0;
+}
+
+/* The index of (stack_instance si, stack, kind)'s figures, made the first time it is met. */
+static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                   uint32_t *out)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct mt_kind_stats *k = &in->kind[kind];
+	uint64_t key = (uint64_t)si << 32 | stack;
 	struct mt_stack_stats *s;
+	uint32_t *idx, i;
 	bool created;
 
-	s = mt_map_put(&p->stack_stats[kind], (uint64_t)si << 32 | stack, &created);
-	if (!s)
+	idx = mt_map_put(&p->stat_index[kind], key, &created);
+	if (!idx)
 		return -ENOMEM;
-	if (created) {
-		s->stack = stack;
-		s->stack_instance = si;
-		s->kind = kind;
-		s->epoch = p->epoch[kind];
-		/* nothing was live before: the checkpoints passed add nothing */
-		s->t_synced = in->checkpoints.n;
-		s->m_synced = in->nmarks;
-		/* but the floors of the windows passed do: nothing was live there */
-		for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
-			s->floor[w] = UINT64_MAX;
-		s->g_synced = 0;
+	if (!created) {
+		*out = *idx;
+		return 0;
 	}
-	if (s->t_synced != in->checkpoints.n || s->m_synced != in->nmarks ||
-	    s->g_synced != series_pos(in))
-		sync_growth(in, s);
+	if (p->nstats == p->stats_cap && stats_grow(p) < 0) {
+		mt_map_del(&p->stat_index[kind], key);
+		return -ENOMEM;
+	}
+	i = *idx = p->nstats++;
+	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
+	s = &p->cold[i];
+	memset(s, 0, sizeof(*s));
+	s->stack = stack;
+	s->stack_instance = si;
+	s->kind = kind;
+	/* nothing was live before: the checkpoints passed add nothing */
+	s->t_synced = in->checkpoints.n;
+	s->m_synced = in->nmarks;
+	/* but the floors of the windows passed do: nothing was live there */
+	for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
+		s->floor[w] = UINT64_MAX;
+	s->g_synced = 0;
+	sync_growth(in, s, 0);
+	p->hot[i].synced = in->checkpoints.n;
+	*out = i;
+	return 0;
+}
+
+/*
+ * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
+ * checkpoints.n and moves every position the growth figures follow, so one
+ * comparison says whether its cold part is behind.
+ */
+static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_t dblocks,
+                      uint64_t allocs, uint64_t alloc_bytes)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct stat_hot *s = &p->hot[i];
+	enum mt_kind kind = (enum mt_kind)s->kind;
+	struct mt_kind_stats *k = &in->kind[kind];
+
+	if (s->synced != in->checkpoints.n) {
+		sync_growth(in, &p->cold[i], s->live_bytes);
+		s->synced = in->checkpoints.n;
+	}
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
 		s->peak_blocks = s->live_blocks;
@@ -779,36 +859,62 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
 			in->samples[in->nsamples - 1].traced_until_next = traced;
 	}
+}
+
+static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                  int64_t dbytes, int64_t dblocks, uint64_t allocs, uint64_t alloc_bytes)
+{
+	uint32_t i;
+	int ret = stat_of(in, kind, si, stack, &i);
+
+	if (ret < 0)
+		return ret;
+	adjust_at(in, i, dbytes, dblocks, allocs, alloc_bytes);
 	return 0;
+}
+
+/* The cold part of stat i with its hot figures copied in: what callers see. */
+static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32_t i)
+{
+	const struct stat_hot *h = &p->hot[i];
+	struct mt_stack_stats *s = &p->cold[i];
+
+	s->live_bytes = h->live_bytes;
+	s->live_blocks = h->live_blocks;
+	s->allocations = h->allocations;
+	s->bytes_allocated = h->bytes_allocated;
+	s->peak_bytes = h->peak_bytes;
+	s->peak_blocks = h->peak_blocks;
+	s->epoch = h->epoch;
+	return s;
 }
 
 static void finish_stack_stats(struct mt_instance *in)
 {
-	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
-		struct mt_map *m = &in->priv->stack_stats[kind];
-		uint64_t key;
-		void *v;
-		for (size_t i = 0; mt_map_next(m, &i, &key, &v);) {
-			struct mt_stack_stats *s = v;
-			sync_growth(in, s);
-			if (s->epoch != in->priv->epoch[kind]) {
-				s->peak_bytes = s->live_bytes;
-				s->peak_blocks = s->live_blocks;
-				s->epoch = in->priv->epoch[kind];
-			}
+	struct mt_instance_priv *p = in->priv;
+
+	for (uint32_t i = 0; i < p->nstats; i++) {
+		struct stat_hot *s = &p->hot[i];
+		sync_growth(in, &p->cold[i], s->live_bytes);
+		s->synced = in->checkpoints.n;
+		if (s->epoch != p->epoch[s->kind]) {
+			s->peak_bytes = s->live_bytes;
+			s->peak_blocks = s->live_blocks;
+			s->epoch = p->epoch[s->kind];
 		}
 	}
 }
 
 /* ---- live set ---- */
 
-static struct live *live_new(void)
+static struct live *live_new(struct mt_instance_priv *owner)
 {
 	struct live *l = calloc(1, sizeof(*l));
 
 	if (l) {
 		mt_map_init(&l->host, sizeof(struct host_block));
 		mt_heap_pages_init(&l->pages);
+		l->owner = owner;
 	}
 	return l;
 }
@@ -829,6 +935,7 @@ static struct live *live_copy(const struct live *src)
 
 	if (!l)
 		return NULL;
+	l->owner = src->owner;
 	if (mt_map_copy(&l->host, &src->host) < 0 || mt_heap_pages_copy(&l->pages, &src->pages) < 0)
 		goto fail;
 	if (src->nranges) {
@@ -987,10 +1094,12 @@ uint64_t mt_block_key(uint64_t fn, uint64_t addr)
 	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
 }
 
-/* The bytes a live block stands for: its size, or in a sampled instance its expected weight. */
-static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b)
+/* The bytes a live block of `kind` stands for: its size, or in a sampled instance its expected
+ * weight. */
+static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b,
+                            enum mt_kind kind)
 {
-	return in->sampling && b->kind == MT_KIND_HOST
+	return in->sampling && kind == MT_KIND_HOST
 	               ? mt_sampling_weight(in->sampling, b->size, 0).bytes
 	               : b->size;
 }
@@ -998,17 +1107,20 @@ static uint64_t block_bytes(const struct mt_instance *in, const struct host_bloc
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block copy;
+	enum mt_kind kind;
 
 	*found = mt_map_take(&l->host, addr, &copy);
 	if (!*found)
 		return 0;
-	l->removed_kind = copy.kind;
+	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
+	l->removed_kind = kind;
 	l->removed_size = copy.size;
 	l->removed_blocks = copy.blocks;
-	if (copy.kind == MT_KIND_HOST && !in->sampling)
+	if (kind == MT_KIND_HOST && !in->sampling)
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
-	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
-	              -(int64_t)block_bytes(in, &copy), -(int64_t)copy.blocks, 0, 0);
+	adjust_at(in, copy.stat, -(int64_t)block_bytes(in, &copy, kind), -(int64_t)copy.blocks, 0,
+	          0);
+	return 0;
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
@@ -1020,6 +1132,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
 	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
+	uint32_t stat;
 	bool created;
 	int ret;
 
@@ -1028,23 +1141,22 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		if (b->kind == MT_KIND_HOST && !in->sampling)
+		enum mt_kind old = (enum mt_kind)in->priv->hot[b->stat].kind;
+		if (old == MT_KIND_HOST && !in->sampling)
 			mt_heap_pages_remove(&l->pages, addr, b->size);
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             -(int64_t)block_bytes(in, b), -(int64_t)b->blocks, 0, 0);
-		if (ret < 0)
-			return ret;
+		adjust_at(in, b->stat, -(int64_t)block_bytes(in, b, old), -(int64_t)b->blocks, 0,
+		          0);
 	}
+	if ((ret = stat_of(in, kind, in->id, (uint32_t)stack, &stat)) < 0)
+		return ret;
 	b->size = size;
 	b->blocks = w.blocks;
-	b->stack = (uint32_t)stack;
-	b->stack_instance = in->id;
-	b->kind = kind;
+	b->stat = stat;
 	if (kind == MT_KIND_HOST && !in->sampling &&
 	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
 		return ret;
-	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)w.bytes, w.blocks, w.blocks,
-	              w.bytes);
+	adjust_at(in, stat, (int64_t)w.bytes, w.blocks, w.blocks, w.bytes);
+	return 0;
 }
 
 /* ---- second pass ---- */
@@ -1239,14 +1351,18 @@ static int seed_child(struct mt_instance *in)
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
 		struct host_block *b = v;
-		uint64_t bytes = block_bytes(in, b);
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)bytes,
-		             b->blocks, 0, 0);
+		/* the parent's figures name the block's stack; the child's own take it from here */
+		const struct mt_stack_stats *from = &seed->owner->cold[b->stat];
+		enum mt_kind kind = from->kind;
+		uint64_t bytes = block_bytes(in, b, kind);
+		ret = stat_of(in, kind, from->stack_instance, from->stack, &b->stat);
 		if (ret < 0)
 			return ret;
-		in->kind[b->kind].inherited_bytes += bytes;
-		in->kind[b->kind].inherited_blocks += b->blocks;
+		adjust_at(in, b->stat, (int64_t)bytes, b->blocks, 0, 0);
+		in->kind[kind].inherited_bytes += bytes;
+		in->kind[kind].inherited_blocks += b->blocks;
 	}
+	seed->owner = p;
 	for (size_t i = 0; i < seed->nranges; i++) {
 		struct range *rg = &seed->ranges[i];
 		ret = adjust(in, MT_KIND_MMAP, rg->stack_instance, rg->stack, (int64_t)rg->len, 1,
@@ -1293,7 +1409,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 		if (ret < 0)
 			goto out;
 	} else {
-		p->live = live_new();
+		p->live = live_new(p);
 		if (!p->live)
 			goto out;
 	}
@@ -1436,7 +1552,9 @@ void mt_replay_free(struct mt_replay *r)
 			free(p->threads[t].chunks);
 		free(p->threads);
 		for (int k = 0; k < MT_KIND_COUNT; k++)
-			mt_map_free(&p->stack_stats[k]);
+			mt_map_free(&p->stat_index[k]);
+		free(p->hot);
+		free(p->cold);
 		live_free(p->live);
 		live_free(p->seed);
 		free(p->children);
@@ -1523,12 +1641,10 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		struct mt_block b = {key,
-		                     block_bytes(in, h),
-		                     h->stack,
-		                     h->stack_instance,
-		                     (enum mt_kind)h->kind,
-		                     h->blocks};
+		const struct mt_stack_stats *s = &l->owner->cold[h->stat];
+		struct mt_block b = {key,      block_bytes(in, h, s->kind),
+		                     s->stack, s->stack_instance,
+		                     s->kind,  h->blocks};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
@@ -1550,8 +1666,8 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 		uint64_t key;
 		void *v;
 		int ret;
-		for (size_t i = 0; mt_map_next(&in->priv->stack_stats[kind], &i, &key, &v);)
-			if ((ret = fn(ctx, v)))
+		for (size_t i = 0; mt_map_next(&in->priv->stat_index[kind], &i, &key, &v);)
+			if ((ret = fn(ctx, stat_view(in->priv, *(uint32_t *)v))))
 				return ret;
 	}
 	return 0;
