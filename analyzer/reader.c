@@ -842,6 +842,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.sample.ns = u(d);
 		n = u(d);
 		rec->u.sample.n = n;
+		/* a value the record does not have reads 0, unknown: never an earlier record's */
+		memset(rec->u.sample.values, 0, sizeof(rec->u.sample.values));
 		/* each value takes a byte at least, so the payload bounds this loop */
 		for (uint64_t i = 0; i < n && !d->bad; i++) {
 			uint64_t v = u(d);
