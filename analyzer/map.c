@@ -156,6 +156,12 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
 	return val_at(m, i);
 }
 
+void mt_map_prefetch(const struct mt_map *m, uint64_t key)
+{
+	if (m->cap)
+		__builtin_prefetch(key_at(m, slot_of(m, key)));
+}
+
 bool mt_map_del(struct mt_map *m, uint64_t key)
 {
 	return mt_map_take(m, key, NULL);

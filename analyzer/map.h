@@ -37,6 +37,8 @@ void mt_map_free(struct mt_map *m);
 void *mt_map_get(const struct mt_map *m, uint64_t key);
 /* The value of key, created zeroed if absent (*created says which); NULL without memory. */
 void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
+/* Starts fetching the slot where a look-up of key begins into the cache, for a look-up soon. */
+void mt_map_prefetch(const struct mt_map *m, uint64_t key);
 /* Removes key; false when it was not there. */
 bool mt_map_del(struct mt_map *m, uint64_t key);
 /* Removes key and copies its value to out (vsize bytes) in one probe; false when absent. */

@@ -30,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "feed.h"
 #include "heap-pages.h"
 #include "map.h"
 #include "pystacks.h"
@@ -148,6 +150,7 @@ struct mt_replay {
 	struct mt_map index; /* id -> index into instances (valid after sorting) */
 	struct mt_trace_stats stats;
 	struct mt_clock_fit fit;
+	long cores; /* online: with one, the feed's producer runs on the replay's thread */
 };
 
 /* ---- first pass ---- */
@@ -516,6 +519,7 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		return -ENOMEM;
 	}
 	r->trace = trace;
+	r->cores = sysconf(_SC_NPROCESSORS_ONLN);
 	r->fit = trace->fit;
 	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
@@ -1161,90 +1165,46 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 
 /* ---- second pass ---- */
 
-struct stream {
-	struct thread *th;
-	size_t next_chunk;
-	struct mt_cursor cur;
-	struct mt_record rec;
-	uint64_t key;
-	int phase; /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
-	bool mremap_tracked;
-};
+/*
+ * The records are decoded on another core when there is one, for an
+ * instance with this many events: a thread's start costs more than a
+ * short process's decoding.
+ */
+#define FEED_THREAD_EVENTS (1u << 16)
+/* How many units ahead the blocks they name are fetched into the cache: a few cache misses'
+ * worth of the replay's work, and less than the feed keeps made ahead. */
+#define PREFETCH_AHEAD 16
 
-static bool two_phase(const struct mt_record *rec)
+/* The live block a unit will look up, fetched into the cache before it does. */
+static void prefetch(const struct mt_instance_priv *p, const struct mt_unit *u)
 {
-	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
-	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
-}
-
-/* Next record of a thread, across its chunks: 1, 0 at its end, < 0 error. */
-static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error *err)
-{
-	for (;;) {
-		int ret = mt_cursor_next(&s->cur, &s->rec, err);
-		if (ret < 0)
-			return ret;
-		if (ret > 0) {
-			s->phase = two_phase(&s->rec) ? 0 : 1;
-			s->key = s->phase == 0
-			                 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
-			                                                  : s->rec.u.mremap.t0)
-			                 : s->rec.time;
-			return 1;
-		}
-		if (s->next_chunk >= s->th->n)
-			return 0;
-		ret = mt_cursor_init(&s->cur, r->trace, s->th->chunks[s->next_chunk++], err);
-		if (ret < 0)
-			return ret;
+	if (u->flags & MT_UNIT_WHOLE)
+		return;
+	switch (u->type) {
+	case MT_REC_ALLOC:
+	case MT_REC_FREE:
+		mt_map_prefetch(&p->live->host, mt_block_key(u->fn, u->addr));
+		break;
+	case MT_REC_REALLOC:
+		mt_map_prefetch(&p->live->host, u->flags & MT_UNIT_FIRST_HALF ? u->old : u->addr);
+		break;
 	}
 }
 
-static bool before(const struct stream *a, const struct stream *b)
+/*
+ * Applies a record at `key`, or the first half of a realloc or mremap when
+ * first_half; *tracked carries whether an mremap's first half found a
+ * mapping of ours from one half to the other.
+ */
+static int apply(struct mt_instance *in, const struct mt_record *rec, uint64_t key, bool first_half,
+                 bool *tracked)
 {
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->rec.offset != b->rec.offset)
-		return a->rec.offset < b->rec.offset;
-	return a->phase < b->phase;
-}
-
-static void heap_down(struct stream **h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < n && before(h[l], h[m]))
-			m = l;
-		if (l + 1 < n && before(h[l + 1], h[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		struct stream *t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
-	}
-}
-
-static void heap_up(struct stream **h, size_t i)
-{
-	while (i > 0 && before(h[i], h[(i - 1) / 2])) {
-		struct stream *t = h[i];
-		h[i] = h[(i - 1) / 2];
-		h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
-}
-
-static int apply(struct mt_instance *in, struct stream *s)
-{
-	const struct mt_record *rec = &s->rec;
 	struct live *l = in->priv->live;
 	uint64_t removed;
 	bool found;
 	int ret = 0;
 
-	in->priv->now = s->key;
+	in->priv->now = key;
 	switch (rec->type) {
 	case MT_REC_ALLOC:
 		if (rec->u.alloc.addr == 0) {
@@ -1265,7 +1225,7 @@ static int apply(struct mt_instance *in, struct stream *s)
 			in->kind[rec->u.free.kind].unknown_frees++;
 		return ret;
 	case MT_REC_REALLOC:
-		if (s->phase == 0) {
+		if (first_half) {
 			ret = host_remove(in, l, rec->u.realloc.old, &found);
 			if (found)
 				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
@@ -1310,20 +1270,20 @@ static int apply(struct mt_instance *in, struct stream *s)
 			in->kind[MT_KIND_MMAP].frees++;
 		return ret;
 	case MT_REC_MREMAP:
-		if (s->phase == 0) {
+		if (first_half) {
 			ret = ranges_remove(in, l, rec->u.mremap.old,
 			                    page_round(rec->u.mremap.old_len), &removed);
 			/* a file mapping moved: not ours before, not ours after */
-			s->mremap_tracked = removed != 0;
+			*tracked = removed != 0;
 			return ret;
 		}
-		if (s->mremap_tracked)
+		if (*tracked)
 			ret = ranges_add(in, l, rec->u.mremap.addr, rec->u.mremap.len,
 			                 (uint32_t)rec->u.mremap.stack, in->id, false,
 			                 rec->u.mremap.len > rec->u.mremap.old_len
 			                         ? rec->u.mremap.len - rec->u.mremap.old_len
 			                         : 0);
-		s->mremap_tracked = false;
+		*tracked = false;
 		return ret;
 	case MT_REC_SAMPLE:
 		in->sample_count++;
@@ -1389,9 +1349,13 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
                            const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct stream *streams = NULL, **heap = NULL;
+	struct mt_feed_stream *streams = NULL;
+	struct mt_feed *feed = NULL;
+	const struct mt_unit *u;
+	const struct mt_record *rec;
 	struct mt_instance **children = NULL;
-	size_t nheap = 0, nchildren = 0, next_child = 0;
+	bool *tracked = NULL;
+	size_t nchildren = 0, next_child = 0;
 	int ret = -ENOMEM;
 
 	p->fit = &r->fit;
@@ -1415,8 +1379,8 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	}
 	children = calloc(p->nchildren + 1, sizeof(*children));
 	streams = calloc(p->nthreads + 1, sizeof(*streams));
-	heap = calloc(p->nthreads + 1, sizeof(*heap));
-	if (!children || !streams || !heap)
+	tracked = calloc(p->nthreads + 1, sizeof(*tracked));
+	if (!children || !streams || !tracked)
 		goto out;
 	for (uint32_t i = 0; i < p->nchildren; i++) {
 		struct mt_instance *c = &r->instances[p->children[i]];
@@ -1426,26 +1390,23 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	if (nchildren)
 		qsort(children, nchildren, sizeof(*children), cmp_child);
 
-	for (uint32_t t = 0; t < p->nthreads; t++) {
-		struct stream *s = &streams[t];
-		s->th = &p->threads[t];
-		s->cur.done = true;
-		ret = stream_advance(r, s, err);
-		if (ret < 0)
-			goto out;
-		if (ret > 0) {
-			heap[nheap] = s;
-			heap_up(heap, nheap++);
-		}
-	}
-	ret = 0;
-	while (nheap > 0) {
-		struct stream *s = heap[0];
+	for (uint32_t t = 0; t < p->nthreads; t++)
+		streams[t] = (struct mt_feed_stream){p->threads[t].chunks, p->threads[t].n};
+	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads,
+	                    in->events >= FEED_THREAD_EVENTS && r->cores > 1);
+	if (ret < 0)
+		goto out;
+	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
+		const struct mt_unit *ahead = mt_feed_peek(feed, PREFETCH_AHEAD);
+		uint64_t key = mt_unit_key(u);
+		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
-		if (p->next_even_tick < s->key && (ret = even_checkpoints(in, s->key, false)) < 0)
+		if (ahead)
+			prefetch(p, ahead);
+		if (p->next_even_tick < key && (ret = even_checkpoints(in, key, false)) < 0)
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
-		while (next_child < nchildren && children[next_child]->start_time < s->key) {
+		while (next_child < nchildren && children[next_child]->start_time < key) {
 			live_free(children[next_child]->priv->seed);
 			children[next_child]->priv->seed = live_copy(p->live);
 			if (!children[next_child++]->priv->seed) {
@@ -1453,30 +1414,18 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
-		if (cb && cb->before && (ret = cb->before(ctx, in, &s->rec, s->key)) != 0)
+		if (cb && cb->before && (ret = cb->before(ctx, in, rec, key)) != 0)
 			goto out;
-		ret = apply(in, s);
+		ret = apply(in, rec, key, first_half, &tracked[u->stream]);
 		if (ret < 0)
 			goto out;
-		if (s->phase == 0) {
-			s->phase = 1;
-			s->key = s->rec.time;
-			heap_down(heap, nheap, 0);
+		if (first_half)
 			continue;
-		}
-		if (cb && cb->record) {
-			ret = cb->record(ctx, in, &s->rec);
-			if (ret)
-				goto out;
-		}
-		ret = stream_advance(r, s, err);
-		if (ret < 0)
+		if (cb && cb->record && (ret = cb->record(ctx, in, rec)) != 0)
 			goto out;
-		if (ret == 0)
-			heap[0] = heap[--nheap];
-		heap_down(heap, nheap, 0);
-		ret = 0;
 	}
+	if (ret < 0)
+		goto out;
 	for (; next_child < nchildren; next_child++) {
 		live_free(children[next_child]->priv->seed);
 		children[next_child]->priv->seed = live_copy(p->live);
@@ -1497,11 +1446,12 @@ out:
 		err->offset = 0;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 	}
+	mt_feed_stop(feed);
 	live_free(p->live);
 	p->live = NULL;
 	free(children);
 	free(streams);
-	free(heap);
+	free(tracked);
 	return ret;
 }
 
