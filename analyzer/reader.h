@@ -255,7 +255,10 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 const char *mt_record_name(unsigned type);
 const char *mt_fn_name(uint64_t fn);
 /* Events are what the replay counts: ALLOC to MREMAP. */
-bool mt_record_is_event(unsigned type);
+static inline bool mt_record_is_event(unsigned type)
+{
+	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
+}
 const char *mt_kind_name(unsigned kind); /* NULL for a value that is no kind */
 int mt_kind_parse(const char *name);     /* the kind, or -EINVAL */
 /* REACH's status ("done", "off", "no-memory", ...) and REACH_BLOCKS' class ("definite", ...):
