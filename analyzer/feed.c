@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdalign.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,12 @@ struct stream {
 	struct mt_cursor cur;
 	struct mt_unit head; /* its next unit, decoded */
 	bool new_chunk;      /* head is the first of the chunk cur is in */
+};
+
+/* An index one side publishes, and what the other, asleep, waits for it to reach. */
+struct index {
+	alignas(64) _Atomic uint64_t value;
+	_Atomic uint64_t wanted; /* UINT64_MAX: nobody waits */
 };
 
 struct mt_feed {
@@ -72,9 +79,8 @@ struct mt_feed {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	_Atomic uint64_t tail_pub, head_pub;
+	struct index tail_pub, head_pub;
 	atomic_bool finished, stop;
-	atomic_int sleepers; /* sides waiting on wake */
 	void *fault;         /* the producer's SIGBUS: the address it could not read */
 	sigjmp_buf fault_jump;
 };
@@ -297,26 +303,29 @@ static void produce(struct mt_feed *f)
 }
 
 /*
- * Sleeps until *index has moved from `was` or the feed finished or
- * stopped. The other side stores the index, then reads sleepers: with
- * this side storing sleepers and then reading the index (all sequentially
- * consistent), one of the two sees the other's store, and a wake-up cannot
- * be lost: the signal is sent under the lock this side holds until it waits.
+ * Sleeps until the other side's index reaches `target`, or the feed
+ * finished or stopped. The other side stores its index, then reads
+ * `wanted`; this side stores `wanted`, then reads the index (all
+ * sequentially consistent), so one of the two sees the other's store, and
+ * a wake-up cannot be lost: it is sent under the lock this side holds until
+ * it waits. A side waits for a good part of the ring at once, so that the
+ * two do not wake each other for every few units.
  */
-static void wait_for(struct mt_feed *f, _Atomic uint64_t *index, uint64_t was)
+static void wait_for(struct mt_feed *f, struct index *ix, uint64_t target)
 {
 	pthread_mutex_lock(&f->lock);
-	atomic_fetch_add(&f->sleepers, 1);
-	while (atomic_load(index) == was && !atomic_load(&f->finished) && !atomic_load(&f->stop))
+	atomic_store(&ix->wanted, target);
+	while (atomic_load(&ix->value) < target && !atomic_load(&f->finished) &&
+	       !atomic_load(&f->stop))
 		pthread_cond_wait(&f->wake, &f->lock);
-	atomic_fetch_sub(&f->sleepers, 1);
+	atomic_store(&ix->wanted, UINT64_MAX);
 	pthread_mutex_unlock(&f->lock);
 }
 
-static void publish(struct mt_feed *f, _Atomic uint64_t *index, uint64_t value)
+static void publish(struct mt_feed *f, struct index *ix, uint64_t value)
 {
-	atomic_store(index, value);
-	if (atomic_load(&f->sleepers)) {
+	atomic_store(&ix->value, value);
+	if (atomic_load(&ix->wanted) <= value) {
 		pthread_mutex_lock(&f->lock);
 		pthread_cond_broadcast(&f->wake);
 		pthread_mutex_unlock(&f->lock);
@@ -325,7 +334,7 @@ static void publish(struct mt_feed *f, _Atomic uint64_t *index, uint64_t value)
 
 static void finish(struct mt_feed *f)
 {
-	atomic_store(&f->tail_pub, f->tail);
+	atomic_store(&f->tail_pub.value, f->tail);
 	atomic_store(&f->finished, true);
 	pthread_mutex_lock(&f->lock);
 	pthread_cond_broadcast(&f->wake);
@@ -340,12 +349,13 @@ static void produce_all(struct mt_feed *f)
 	while (!f->done && !atomic_load(&f->stop)) {
 		/* room for the three units one record may take */
 		while (f->tail + 3 > f->head_seen + RING) {
-			f->head_seen = atomic_load(&f->head_pub);
+			f->head_seen = atomic_load(&f->head_pub.value);
 			if (f->tail + 3 <= f->head_seen + RING)
 				break;
 			if (f->tail != last_pub)
 				publish(f, &f->tail_pub, last_pub = f->tail);
-			wait_for(f, &f->head_pub, f->head_seen);
+			/* until half the ring is free */
+			wait_for(f, &f->head_pub, f->tail + 3 + RING / 2 - RING);
 			if (atomic_load(&f->stop))
 				return;
 		}
@@ -387,7 +397,7 @@ static bool top_up(struct mt_feed *f)
 	for (bool published = false;;) {
 		/* finished is read first: once it is true, the tail it published is whole */
 		f->fin_seen = atomic_load(&f->finished);
-		f->tail_seen = atomic_load(&f->tail_pub);
+		f->tail_seen = atomic_load(&f->tail_pub.value);
 		if (f->tail_seen > f->head || f->fin_seen)
 			return f->tail_seen > f->head;
 		if (!published) {
@@ -396,7 +406,42 @@ static bool top_up(struct mt_feed *f)
 			published = true;
 			continue;
 		}
-		wait_for(f, &f->tail_pub, f->tail_seen);
+		/* until a good part of the ring is made */
+		wait_for(f, &f->tail_pub, f->head + RING / 4);
+	}
+}
+
+/* The record of a unit that holds its fields, as mt_cursor_next gave it to the producer. */
+static inline void fill(struct mt_feed *f, const struct mt_unit *u)
+{
+	struct mt_record *rec = f->rec;
+
+	rec->type = u->type;
+	rec->offset = u->offset;
+	rec->length = u->length;
+	rec->time = u->time;
+	rec->chunk = &f->chunks[u->stream];
+	switch (u->type) {
+	case MT_REC_ALLOC:
+		rec->u.alloc.fn = u->fn;
+		rec->u.alloc.addr = u->addr;
+		rec->u.alloc.size = u->size;
+		rec->u.alloc.stack = u->stack;
+		rec->u.alloc.kind = u->kind;
+		break;
+	case MT_REC_FREE:
+		rec->u.free.fn = u->fn;
+		rec->u.free.addr = u->addr;
+		rec->u.free.kind = u->kind;
+		break;
+	default: /* MT_REC_REALLOC */
+		rec->u.realloc.t0 = u->t0;
+		rec->u.realloc.fn = u->fn;
+		rec->u.realloc.old = u->old;
+		rec->u.realloc.addr = u->addr;
+		rec->u.realloc.size = u->size;
+		rec->u.realloc.stack = u->stack;
+		break;
 	}
 }
 
@@ -429,38 +474,14 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 		rec->chunk = ch;
 		return 1;
 	}
-	rec->type = u->type;
-	rec->offset = u->offset;
-	rec->length = u->length;
-	rec->time = u->time;
-	rec->chunk = ch;
-	switch (u->type) {
-	case MT_REC_ALLOC:
-		rec->u.alloc.fn = u->fn;
-		rec->u.alloc.addr = u->addr;
-		rec->u.alloc.size = u->size;
-		rec->u.alloc.stack = u->stack;
-		rec->u.alloc.kind = u->kind;
-		break;
-	case MT_REC_FREE:
-		rec->u.free.fn = u->fn;
-		rec->u.free.addr = u->addr;
-		rec->u.free.kind = u->kind;
-		break;
-	default: /* MT_REC_REALLOC */
-		rec->u.realloc.t0 = u->t0;
-		rec->u.realloc.fn = u->fn;
-		rec->u.realloc.old = u->old;
-		rec->u.realloc.addr = u->addr;
-		rec->u.realloc.size = u->size;
-		rec->u.realloc.stack = u->stack;
-		break;
-	}
+	fill(f, u);
 	return 1;
 }
 
-int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                 struct mt_error *err)
+/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is not
+ * an event that holds its fields. */
+static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
+                     struct mt_error *err)
 {
 	for (;;) {
 		const struct mt_unit *u;
@@ -481,8 +502,7 @@ int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt
 		}
 		if (u->flags & MT_UNIT_ERROR) {
 			if (f->perr == -EFAULT && f->fault) {
-				/* raise it here, where the command's handler can leave the command
-				 */
+				/* raise it here, where the command's handler can leave the command */
 				(void)*(volatile const uint8_t *)f->fault;
 				if (err) {
 					err->offset = 0;
@@ -504,6 +524,25 @@ int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt
 	}
 }
 
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
+                 struct mt_error *err)
+{
+	const struct mt_unit *u = &f->ring[f->head & (RING - 1)];
+
+	/* most units: made well ahead, an event with its fields, no index to publish */
+	if (__builtin_expect(f->tail_seen - f->head > AHEAD &&
+	                             ((f->head + 1) & (PUBLISH - 1)) != 0 &&
+	                             !(u->flags & ~MT_UNIT_FIRST_HALF),
+	                     1)) {
+		f->head++;
+		fill(f, u);
+		*unit = u;
+		*rec = f->rec;
+		return 1;
+	}
+	return next_slow(f, unit, rec, err);
+}
+
 const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)
 {
 	uint64_t i = f->head - 1 + ahead;
@@ -516,13 +555,17 @@ const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)
 int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
                   const struct mt_feed_stream *streams, uint32_t nstreams, bool thread)
 {
-	struct mt_feed *f = calloc(1, sizeof(*f));
+	/* its indices on cache lines of their own */
+	struct mt_feed *f = aligned_alloc(alignof(struct mt_feed), sizeof(*f));
 
 	*out = NULL;
 	if (!f)
 		return -ENOMEM;
+	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->wake, NULL);
+	atomic_store(&f->tail_pub.wanted, UINT64_MAX);
+	atomic_store(&f->head_pub.wanted, UINT64_MAX);
 	f->trace = trace;
 	f->nstreams = nstreams;
 	f->ring = malloc(RING * sizeof(*f->ring));

@@ -16,12 +16,7 @@
 
 static size_t slot_of(const struct mt_map *m, uint64_t key)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	key *= 0xc4ceb9fe1a85ec53ull;
-	key ^= key >> 33;
-	return (size_t)key & (m->cap - 1);
+	return mt_map_home(m, key);
 }
 
 /*

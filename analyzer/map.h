@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MT_MAP_EMPTY UINT64_MAX
 
@@ -47,5 +48,98 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out);
 bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val);
 /* A deep copy of src into dst (dst uninitialised); -ENOMEM. */
 int mt_map_copy(struct mt_map *dst, const struct mt_map *src);
+
+/*
+ * The same operations for a map whose values sit in the slots (vsize up to
+ * 24 bytes), written out for a caller on the hot path that names the layout
+ * as constants (MT_MAP_SHIFT, MT_MAP_VOFF of its value's size): the same
+ * probes and moves as the functions above, so the entries land in the same
+ * slots whichever a caller uses, without the look-ups of a layout known
+ * only at run time.
+ */
+#define MT_MAP_VOFF(vsize)  ((vsize) % 16 == 0 ? 16u : 8u)
+#define MT_MAP_SHIFT(vsize) ((vsize) + MT_MAP_VOFF(vsize) <= 16 ? 4u : 5u)
+
+/* The slot where a look-up of key begins. */
+static inline size_t mt_map_home(const struct mt_map *m, uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	key *= 0xc4ceb9fe1a85ec53ull;
+	key ^= key >> 33;
+	return (size_t)key & (m->cap - 1);
+}
+
+static inline uint64_t *mt_map_slot(const struct mt_map *m, size_t i, unsigned shift)
+{
+	return (uint64_t *)(void *)(m->slots + (i << shift));
+}
+
+static inline void *mt_map_get_small(const struct mt_map *m, uint64_t key, unsigned shift,
+                                     size_t voff)
+{
+	if (key == MT_MAP_EMPTY || !m->cap)
+		return mt_map_get(m, key);
+	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+		uint64_t *k = mt_map_slot(m, i, shift);
+		if (*k == key)
+			return (char *)k + voff;
+		if (*k == MT_MAP_EMPTY)
+			return NULL;
+	}
+}
+
+static inline void *mt_map_put_small(struct mt_map *m, uint64_t key, bool *created, unsigned shift,
+                                     size_t voff, size_t vsize)
+{
+	if (key == MT_MAP_EMPTY || (m->count + 1) * 4 > m->cap * 3)
+		return mt_map_put(m, key, created); /* the spare slot, or growth first */
+	*created = false;
+	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+		uint64_t *k = mt_map_slot(m, i, shift);
+		if (*k == key)
+			return (char *)k + voff;
+		if (*k == MT_MAP_EMPTY) {
+			*k = key;
+			memset((char *)k + voff, 0, vsize);
+			m->count++;
+			*created = true;
+			return (char *)k + voff;
+		}
+	}
+}
+
+static inline bool mt_map_take_small(struct mt_map *m, uint64_t key, void *out, unsigned shift,
+                                     size_t voff, size_t vsize)
+{
+	size_t mask = m->cap - 1, i, j;
+	uint64_t k, *hole;
+
+	if (key == MT_MAP_EMPTY || !m->cap)
+		return mt_map_take(m, key, out);
+	for (i = mt_map_home(m, key);; i = (i + 1) & mask) {
+		k = *mt_map_slot(m, i, shift);
+		if (k == key)
+			break;
+		if (k == MT_MAP_EMPTY)
+			return false;
+	}
+	hole = mt_map_slot(m, i, shift);
+	if (out)
+		memcpy(out, (char *)hole + voff, vsize);
+	/* backward shift: later entries of the probe run move into the hole if their home allows */
+	for (j = (i + 1) & mask; (k = *mt_map_slot(m, j, shift)) != MT_MAP_EMPTY;
+	     j = (j + 1) & mask) {
+		if (((j - mt_map_home(m, k)) & mask) >= ((j - i) & mask)) {
+			memcpy(hole, mt_map_slot(m, j, shift), (size_t)1 << shift);
+			i = j;
+			hole = mt_map_slot(m, i, shift);
+		}
+	}
+	*hole = MT_MAP_EMPTY;
+	m->count--;
+	return true;
+}
 
 #endif

@@ -886,17 +886,46 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	return d->bad ? bad_fields(err, rec, d) : 0;
 }
 
-/* A varint of the payload [*p, end): false when it runs past end or past 64 bits. */
-static inline bool field(const uint8_t **p, const uint8_t *end, uint64_t *v)
+/*
+ * A varint of the payload [*p, end): false when it runs past end or past
+ * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
+ * four bytes, nearly every field, is then taken without a loop.
+ */
+static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *lim, uint64_t *v)
 {
 	const uint8_t *q = *p;
+	uint64_t x;
+	unsigned n;
 
-	if (q < end && *q < 0x80) {
-		*v = *q;
-		*p = q + 1;
-		return true;
+	if (lim - q >= 4) {
+		x = q[0];
+		if (x < 0x80) {
+			n = 1;
+			goto done;
+		}
+		x = (x & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7;
+		if (q[1] < 0x80) {
+			n = 2;
+			goto done;
+		}
+		x |= (uint64_t)(q[2] & 0x7f) << 14;
+		if (q[2] < 0x80) {
+			n = 3;
+			goto done;
+		}
+		x |= (uint64_t)(q[3] & 0x7f) << 21;
+		if (q[3] < 0x80) {
+			n = 4;
+			goto done;
+		}
 	}
 	return mt_get_varint(p, end, v) == 0;
+done:
+	if (n > (size_t)(end - q))
+		return false; /* it runs past the payload */
+	*v = x;
+	*p = q + n;
+	return true;
 }
 
 /*
@@ -908,9 +937,10 @@ static inline bool field(const uint8_t **p, const uint8_t *end, uint64_t *v)
 static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t *p,
                        const uint8_t *end)
 {
+	const uint8_t *lim = c->end;
 	uint64_t dt, fn, da, db = 0, v, kind;
 
-	if (!field(&p, end, &dt))
+	if (!field(&p, end, lim, &dt))
 		return false;
 	if (c->skim_events) {
 		c->time += (uint64_t)mt_unzigzag(dt);
@@ -918,11 +948,12 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 	}
 	switch (rec->type) {
 	case MT_REC_ALLOC:
-		if (!field(&p, end, &fn) || !field(&p, end, &da) ||
-		    !field(&p, end, &rec->u.alloc.size) || !field(&p, end, &rec->u.alloc.stack))
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
+		    !field(&p, end, lim, &rec->u.alloc.size) ||
+		    !field(&p, end, lim, &rec->u.alloc.stack))
 			return false;
 		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, &kind))
+		if (p < end && !field(&p, end, lim, &kind))
 			return false;
 		if (kind >= MT_KIND_COUNT)
 			return false;
@@ -932,10 +963,10 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 		c->addr = rec->u.alloc.addr;
 		break;
 	case MT_REC_FREE:
-		if (!field(&p, end, &fn) || !field(&p, end, &da))
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
 			return false;
 		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, &kind))
+		if (p < end && !field(&p, end, lim, &kind))
 			return false;
 		if (kind >= MT_KIND_COUNT)
 			return false;
@@ -945,9 +976,10 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 		c->addr = rec->u.free.addr;
 		break;
 	default: /* MT_REC_REALLOC */
-		if (!field(&p, end, &v) || !field(&p, end, &fn) || !field(&p, end, &da) ||
-		    !field(&p, end, &db) || !field(&p, end, &rec->u.realloc.size) ||
-		    !field(&p, end, &rec->u.realloc.stack))
+		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
+		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
+		    !field(&p, end, lim, &rec->u.realloc.size) ||
+		    !field(&p, end, lim, &rec->u.realloc.stack))
 			return false;
 		rec->u.realloc.fn = fn;
 		rec->u.realloc.old = c->addr + (uint64_t)mt_unzigzag(da);
@@ -972,6 +1004,49 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 		return 0;
 	}
 	return r;
+}
+
+static void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+{
+	if (!s->events || time < s->first_time)
+		s->first_time = time;
+	if (!s->events || time > s->last_time)
+		s->last_time = time;
+	if (!s->events || time > s->latest_time ||
+	    (time == s->latest_time && offset > s->latest_offset)) {
+		s->latest_time = time;
+		s->latest_offset = offset;
+	}
+	s->events++;
+}
+
+int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
+                   struct mt_error *err)
+{
+	const uint8_t *base = c->trace->data;
+
+	memset(s, 0, sizeof(*s));
+	for (;;) {
+		const uint8_t *p = c->pos;
+		uint64_t dt;
+		int r;
+
+		/* an event whose length is one byte, its time a whole varint inside it */
+		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
+		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
+			const uint8_t *q = p + 2;
+			if (field(&q, p + 2 + p[1], c->end, &dt)) {
+				c->time += (uint64_t)mt_unzigzag(dt);
+				skimmed(s, c->time, (uint64_t)(p - base));
+				c->pos = p + 2 + p[1];
+				continue;
+			}
+		}
+		r = mt_cursor_next(c, rec, err);
+		if (r <= 0 || !mt_record_is_event(rec->type))
+			return r;
+		skimmed(s, rec->time, rec->offset);
+	}
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)

@@ -251,6 +251,23 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 /* 1 and *rec filled, 0 at the end of the chunk's data, < 0 corrupt record. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
+/* What mt_cursor_skim found of the event records it passed over. */
+struct mt_skim {
+	uint64_t events;
+	uint64_t first_time, last_time; /* the least and the greatest of their times */
+	/* the latest of them by (time, offset), replay order */
+	uint64_t latest_time, latest_offset;
+};
+
+/*
+ * Reads on over event records, taking only their times (a first pass: the
+ * cursor is skim_events), up to the next record that is not an event: 1
+ * with it in *rec, 0 at the end of the chunk's data, < 0 as mt_cursor_next.
+ * Whatever it returns, the events passed over are in *s (zeroed first).
+ */
+int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
+                   struct mt_error *err);
+
 /* "ALLOC", "malloc", ... or NULL when unknown. */
 const char *mt_record_name(unsigned type);
 const char *mt_fn_name(uint64_t fn);

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "by-stack.h"
 #include "feed.h"
 #include "heap-pages.h"
 #include "map.h"
@@ -65,6 +66,10 @@ struct host_block {
 	uint32_t stat;
 	uint32_t blocks;
 };
+
+/* The layout of the live set's slots, for the map's inline operations. */
+#define HOST_SHIFT MT_MAP_SHIFT(sizeof(struct host_block))
+#define HOST_VOFF  MT_MAP_VOFF(sizeof(struct host_block))
 
 /*
  * The figures of one (stack, kind) that every event of it changes: one
@@ -109,6 +114,8 @@ struct mt_instance_priv {
 	uint32_t nthreads, threads_cap;
 	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold */
 	struct mt_map stat_index[MT_KIND_COUNT];
+	/* while replaying, the same for the instance's own stacks by id, + 1: no hashing */
+	struct mt_by_stack own_stat[MT_KIND_COUNT];
 	struct stat_hot *hot; /* 64-byte aligned */
 	/* the rest of each (stack, kind)'s figures; the hot ones copied in when shown */
 	struct mt_stack_stats *cold;
@@ -203,8 +210,10 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
 	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
-	for (int k = 0; k < MT_KIND_COUNT; k++)
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_init(&in->priv->stat_index[k], sizeof(uint32_t));
+		mt_by_stack_init(&in->priv->own_stat[k]);
+	}
 	in->id = id;
 	*idx = r->ninstances++;
 	return in;
@@ -352,6 +361,29 @@ static int note_exec(struct mt_instance *in, const struct mt_record *rec)
 	p->exec_time = rec->time;
 	p->exec_offset = rec->offset;
 	return in->exec_path ? 0 : -ENOMEM;
+}
+
+/* What first_pass_record would make of the events mt_cursor_skim passed over, one by one. */
+static void first_pass_events(struct mt_replay *r, struct mt_instance *in, const struct mt_skim *s)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (!s->events)
+		return;
+	if (!p->have_last ||
+	    later(s->latest_time, s->latest_offset, p->last_time, p->last_offset)) {
+		p->last_time = s->latest_time;
+		p->last_offset = s->latest_offset;
+		p->have_last = true;
+	}
+	if (!in->records || s->first_time < p->first_time)
+		p->first_time = s->first_time;
+	if (s->last_time > in->end_time)
+		in->end_time = s->last_time;
+	in->records += s->events;
+	in->events += s->events;
+	r->stats.records += s->events;
+	r->stats.events += s->events;
 }
 
 static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
@@ -539,9 +571,15 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		if (!in->pid)
 			in->pid = c.chunk.pid;
 		c.skim_events = true; /* events are replayed in the second pass */
-		while ((ret = mt_cursor_next(&c, rec, err)) > 0) {
-			ret = first_pass_record(r, in, rec);
-			if (ret < 0)
+		for (;;) {
+			struct mt_skim sk;
+			int more = mt_cursor_skim(&c, &sk, rec, err);
+			first_pass_events(r, in, &sk);
+			if (more <= 0) {
+				ret = more;
+				break;
+			}
+			if ((ret = first_pass_record(r, in, rec)) < 0)
 				break;
 		}
 	}
@@ -780,15 +818,26 @@ static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint3
                    uint32_t *out)
 {
 	struct mt_instance_priv *p = in->priv;
-	uint64_t key = (uint64_t)si << 32 | stack;
+	uint64_t key = (uint64_t)si << 32 | stack, *own = NULL;
 	struct mt_stack_stats *s;
 	uint32_t *idx, i;
 	bool created;
 
-	idx = mt_map_put(&p->stat_index[kind], key, &created);
+	if (si == in->id) {
+		if (!(own = mt_by_stack_at(&p->own_stat[kind], stack)))
+			return -ENOMEM;
+		if (*own) {
+			*out = (uint32_t)(*own - 1);
+			return 0;
+		}
+	}
+	idx = mt_map_put_small(&p->stat_index[kind], key, &created, MT_MAP_SHIFT(sizeof(*idx)),
+	                       MT_MAP_VOFF(sizeof(*idx)), sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
 	if (!created) {
+		if (own)
+			*own = (uint64_t)*idx + 1;
 		*out = *idx;
 		return 0;
 	}
@@ -797,6 +846,8 @@ static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint3
 		return -ENOMEM;
 	}
 	i = *idx = p->nstats++;
+	if (own)
+		*own = (uint64_t)i + 1;
 	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
 	s = &p->cold[i];
 	memset(s, 0, sizeof(*s));
@@ -1067,12 +1118,6 @@ static uint64_t page_round(uint64_t len)
 	return r < len ? len : r;
 }
 
-/*
- * Blocks of every kind but mmap live in one map by address: host, pinned
- * host and device addresses never overlap (CUDA's unified addressing). The
- * handles of the CUDA virtual-memory API are not addresses: they get the
- * top bit, which no user-space address has.
- */
 const char *mt_end_name(enum mt_end end)
 {
 	switch (end) {
@@ -1093,11 +1138,6 @@ const char *mt_end_name(enum mt_end end)
 	}
 }
 
-uint64_t mt_block_key(uint64_t fn, uint64_t addr)
-{
-	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
-}
-
 /* The bytes a live block of `kind` stands for: its size, or in a sampled instance its expected
  * weight. */
 static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b,
@@ -1113,7 +1153,7 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	struct host_block copy;
 	enum mt_kind kind;
 
-	*found = mt_map_take(&l->host, addr, &copy);
+	*found = mt_map_take_small(&l->host, addr, &copy, HOST_SHIFT, HOST_VOFF, sizeof(copy));
 	if (!*found)
 		return 0;
 	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
@@ -1140,7 +1180,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	bool created;
 	int ret;
 
-	b = mt_map_put(&l->host, addr, &created);
+	b = mt_map_put_small(&l->host, addr, &created, HOST_SHIFT, HOST_VOFF, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	if (!created) {
@@ -1447,6 +1487,8 @@ out:
 		snprintf(err->message, sizeof(err->message), "out of memory");
 	}
 	mt_feed_stop(feed);
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		mt_by_stack_free(&p->own_stat[k]); /* a cache of stat_index, for the replay only */
 	live_free(p->live);
 	p->live = NULL;
 	free(children);
@@ -1501,8 +1543,10 @@ void mt_replay_free(struct mt_replay *r)
 		for (uint32_t t = 0; t < p->nthreads; t++)
 			free(p->threads[t].chunks);
 		free(p->threads);
-		for (int k = 0; k < MT_KIND_COUNT; k++)
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			mt_map_free(&p->stat_index[k]);
+			mt_by_stack_free(&p->own_stat[k]);
+		}
 		free(p->hot);
 		free(p->cold);
 		live_free(p->live);

@@ -121,8 +121,51 @@ static void run(size_t vsize, size_t align)
 	mt_map_free(&copy);
 }
 
+/*
+ * The inline operations of a layout named by constants against the
+ * functions: the same puts and takes on two maps leave every entry in the
+ * same slot, and both visit them in the same order.
+ */
+#define SAME_SLOTS(vsize)                                                                          \
+	do {                                                                                       \
+		struct mt_map a, b;                                                                \
+		uint64_t r = 2463534242ull, out[3];                                                \
+		bool created, made;                                                                \
+		mt_map_init(&a, vsize);                                                            \
+		mt_map_init(&b, vsize);                                                            \
+		for (int round = 0; round < 40000; round++) {                                      \
+			uint64_t key = next_random(&r) % 3000 << (round % 7);                      \
+			if (round % 1000 == 0)                                                     \
+				key = MT_MAP_EMPTY;                                                \
+			if (mt_map_get(&a, key)) {                                                 \
+				CHECK(mt_map_take(&a, key, out));                                  \
+				CHECK(mt_map_take_small(&b, key, out, MT_MAP_SHIFT(vsize),         \
+				                        MT_MAP_VOFF(vsize), vsize));               \
+				continue;                                                          \
+			}                                                                          \
+			CHECK(mt_map_get_small(&b, key, MT_MAP_SHIFT(vsize),                       \
+			                       MT_MAP_VOFF(vsize)) == NULL);                       \
+			memset(mt_map_put(&a, key, &created), 7, vsize);                           \
+			memset(mt_map_put_small(&b, key, &made, MT_MAP_SHIFT(vsize),               \
+			                        MT_MAP_VOFF(vsize), vsize),                        \
+			       7, vsize);                                                          \
+			CHECK(created &&made);                                                     \
+		}                                                                                  \
+		CHECK_EQ(a.shift, MT_MAP_SHIFT(vsize));                                            \
+		CHECK_EQ(a.voff, MT_MAP_VOFF(vsize));                                              \
+		CHECK_EQ(a.count, b.count);                                                        \
+		CHECK_EQ(a.cap, b.cap);                                                            \
+		for (size_t i = 0; i < a.cap; i++)                                                 \
+			CHECK_EQ(*mt_map_slot(&a, i, a.shift), *mt_map_slot(&b, i, b.shift));      \
+		mt_map_free(&a);                                                                   \
+		mt_map_free(&b);                                                                   \
+	} while (0)
+
 int main(void)
 {
+	SAME_SLOTS(4);  /* a stat's index, a page's count */
+	SAME_SLOTS(16); /* a live block */
+	SAME_SLOTS(24);
 	run(sizeof(uint64_t), 8);     /* a stack's count: in the slot */
 	run(3 * sizeof(uint64_t), 8); /* a live block: in the slot */
 	run(16, 16);                  /* an __int128: in the slot, aligned */
