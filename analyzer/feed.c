@@ -10,9 +10,11 @@
  * variable, and the other wakes it when it publishes; see wait_for.
  *
  * Besides records the ring carries two units of the feed's own: CHUNK says
- * that a thread's next records come from another chunk (the replay's copy
- * of that thread's chunk header changes, which every record of the thread
- * points to), ERROR that a thread's next record cannot be read, at the
+ * that a thread's next records come from another chunk, whose header the
+ * next slot holds (the replay's copy of that thread's chunk header, which
+ * every record of the thread points to, changes; the file's page is not
+ * read again after the producer let it go), ERROR that a thread's next
+ * record cannot be read, at the
  * point in replay order where reading it one record at a time finds out:
  * after the record before it was applied.
  *
@@ -22,8 +24,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdalign.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,7 @@
 #define RING          4096u /* units: 256 KiB, a power of two */
 #define PUBLISH       64u   /* units between two publications of an index */
 #define AHEAD         32u   /* units the replay's side keeps made beyond the one it applies */
-#define MT_UNIT_CHUNK 4u    /* the feed's own: addr is the stream's next chunk's index */
+#define MT_UNIT_CHUNK 4u    /* the feed's own: the next slot holds the stream's next chunk */
 #define MT_UNIT_ERROR 8u    /* the feed's own: the stream's next record is unreadable */
 
 struct stream {
@@ -81,7 +83,7 @@ struct mt_feed {
 	pthread_cond_t wake;
 	struct index tail_pub, head_pub;
 	atomic_bool finished, stop;
-	void *fault;         /* the producer's SIGBUS: the address it could not read */
+	void *fault; /* the producer's SIGBUS: the address it could not read */
 	sigjmp_buf fault_jump;
 };
 
@@ -177,6 +179,8 @@ static int advance(struct mt_feed *f, uint32_t i)
 			to_unit(f->scratch, i, time, addr, &s->head);
 			return 1;
 		}
+		if (s->next)
+			mt_reader_release(f->trace, s->cur.chunk.offset, s->cur.chunk.avail);
 		if (s->next >= s->n)
 			return 0;
 		ret = mt_cursor_init(&s->cur, f->trace, s->chunks[s->next++], &f->perr_at);
@@ -262,7 +266,7 @@ static void start(struct mt_feed *f)
 }
 
 /* Emits the next record or half, after the chunk it opens, before the error after it: at most
- * three units. */
+ * four slots. */
 static void produce(struct mt_feed *f)
 {
 	struct stream *s;
@@ -276,9 +280,12 @@ static void produce(struct mt_feed *f)
 	s = f->heap[0];
 	i = (uint32_t)(s - f->streams);
 	if (s->new_chunk) {
-		struct mt_unit c = {
-		        .flags = MT_UNIT_CHUNK, .stream = i, .addr = s->cur.chunk.index};
+		struct mt_unit c = {.flags = MT_UNIT_CHUNK, .stream = i};
 		emit(f, &c);
+		/* the header as read, so that the replay's side need not read the file again */
+		_Static_assert(sizeof(struct mt_chunk) <= sizeof(struct mt_unit),
+		               "a chunk fits a slot");
+		memcpy(&f->ring[f->tail++ & (RING - 1)], &s->cur.chunk, sizeof(struct mt_chunk));
 		s->new_chunk = false;
 	}
 	emit(f, &s->head);
@@ -347,15 +354,15 @@ static void produce_all(struct mt_feed *f)
 	uint64_t last_pub = 0;
 
 	while (!f->done && !atomic_load(&f->stop)) {
-		/* room for the three units one record may take */
-		while (f->tail + 3 > f->head_seen + RING) {
+		/* room for the four slots one record may take */
+		while (f->tail + 4 > f->head_seen + RING) {
 			f->head_seen = atomic_load(&f->head_pub.value);
-			if (f->tail + 3 <= f->head_seen + RING)
+			if (f->tail + 4 <= f->head_seen + RING)
 				break;
 			if (f->tail != last_pub)
 				publish(f, &f->tail_pub, last_pub = f->tail);
 			/* until half the ring is free */
-			wait_for(f, &f->head_pub, f->tail + 3 + RING / 2 - RING);
+			wait_for(f, &f->head_pub, f->tail + 4 + RING / 2 - RING);
 			if (atomic_load(&f->stop))
 				return;
 		}
@@ -495,14 +502,14 @@ static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struc
 		if (f->threaded && (f->head & (PUBLISH - 1)) == 0)
 			publish(f, &f->head_pub, f->head - 1);
 		if (u->flags & MT_UNIT_CHUNK) {
-			ret = mt_reader_chunk(f->trace, u->addr, &f->chunks[u->stream], err);
-			if (ret <= 0)
-				return ret < 0 ? ret : -EIO;
+			memcpy(&f->chunks[u->stream], &f->ring[f->head++ & (RING - 1)],
+			       sizeof(struct mt_chunk));
 			continue;
 		}
 		if (u->flags & MT_UNIT_ERROR) {
 			if (f->perr == -EFAULT && f->fault) {
-				/* raise it here, where the command's handler can leave the command */
+				/* raise it here, where the command's handler can leave the command
+				 */
 				(void)*(volatile const uint8_t *)f->fault;
 				if (err) {
 					err->offset = 0;

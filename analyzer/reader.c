@@ -306,8 +306,14 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			break;
 		} else {
 			bool ok = !ch.crc32c || sealed_ok(t->data + off, ch.size, ch.crc32c);
+			if (ch.crc32c)
+				mt_reader_release(t, off,
+				                  ch.size); /* read whole; next needed later */
 			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
 			             err);
+			/* the clock's pairs now: the chunk's pages are let go of below */
+			if (ok)
+				mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
 			if (!ok && !t->damaged++)
 				t->damaged_at = off;
 			t->chunk_count++;
@@ -360,36 +366,47 @@ uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
 	return (uint64_t)ns;
 }
 
-/* The chunk headers' clock pairs: one read per chunk, no records. */
-static void fit_chunks(struct mt_trace *t)
-{
-	t->fit.clock = t->header.clock;
-	for (uint64_t i = 0; i < t->slot_count; i++) {
-		struct mt_chunk_header ch;
-		if (t->slots[i].state != MT_SLOT_CHUNK)
-			continue;
-		memcpy(&ch, t->data + t->slots[i].offset, sizeof(ch));
-		mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
-	}
-}
-
-int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+static int open_bytes(struct mt_trace *t, const void *data, size_t size, bool mapped,
+                      struct mt_error *err)
 {
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->data = data;
 	t->size = size;
+	t->mapped = mapped;
 	r = check_header(t, err);
+	t->fit.clock = t->header.clock;
 	if (r == 0)
 		r = index_chunks(t, err);
-	if (r == 0)
-		fit_chunks(t);
-	else
+	if (r < 0)
 		free(t->slots);
 	if (r < 0)
 		t->slots = NULL;
 	return r;
+}
+
+int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+{
+	return open_bytes(t, data, size, false, err);
+}
+
+void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len)
+{
+	static long page;
+	uint64_t start, end;
+
+	if (!t->mapped || offset >= t->size)
+		return;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	if (len > t->size - offset)
+		len = t->size - offset;
+	/* the whole pages inside: a page at either end may hold a neighbour's bytes too */
+	start = (offset + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	end = (offset + len) & ~((uint64_t)page - 1);
+	if (end > start)
+		madvise((void *)(uintptr_t)(t->data + start), end - start, MADV_DONTNEED);
 }
 
 /*
@@ -440,8 +457,7 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 			goto out;
 		}
 	}
-	r = mt_reader_open_memory(t, p, (size_t)st.st_size, err);
-	t->mapped = p != NULL;
+	r = open_bytes(t, p, (size_t)st.st_size, p != NULL, err);
 	t->live = r == 0 && held_by_writers(&st);
 	if (r < 0)
 		mt_reader_close(t);

@@ -582,6 +582,7 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 			if ((ret = first_pass_record(r, in, rec)) < 0)
 				break;
 		}
+		mt_reader_release(trace, c.chunk.offset, c.chunk.avail); /* until the replay */
 	}
 	free(rec);
 	if (ret == -ENOMEM && err) {
