@@ -22,6 +22,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "feed.h"
 #include "label.h"
 
 struct progress {
@@ -467,6 +468,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		signal(sig, SIG_DFL);
 		return;
 	}
+	/* the feed's producer leaves, and the replay's thread meets the fault itself */
+	mt_feed_fault(si->si_addr);
 	siglongjmp(shrank, 1);
 }
 

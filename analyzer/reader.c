@@ -192,11 +192,6 @@ int mt_kind_parse(const char *name)
 	return -EINVAL;
 }
 
-bool mt_record_is_event(unsigned type)
-{
-	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
-}
-
 static int check_header(struct mt_trace *t, struct mt_error *err)
 {
 	const struct mt_file_header *h = &t->header;
@@ -321,8 +316,14 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			break;
 		} else {
 			bool ok = !ch.crc32c || sealed_ok(t->data + off, ch.size, ch.crc32c);
+			if (ch.crc32c)
+				mt_reader_release(t, off,
+				                  ch.size); /* read whole; next needed later */
 			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
 			             err);
+			/* the clock's pairs now: the chunk's pages are let go of below */
+			if (ok)
+				mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
 			if (!ok && !t->damaged++)
 				t->damaged_at = off;
 			t->chunk_count++;
@@ -375,36 +376,47 @@ uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
 	return (uint64_t)ns;
 }
 
-/* The chunk headers' clock pairs: one read per chunk, no records. */
-static void fit_chunks(struct mt_trace *t)
-{
-	t->fit.clock = t->header.clock;
-	for (uint64_t i = 0; i < t->slot_count; i++) {
-		struct mt_chunk_header ch;
-		if (t->slots[i].state != MT_SLOT_CHUNK)
-			continue;
-		memcpy(&ch, t->data + t->slots[i].offset, sizeof(ch));
-		mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
-	}
-}
-
-int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+static int open_bytes(struct mt_trace *t, const void *data, size_t size, bool mapped,
+                      struct mt_error *err)
 {
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->data = data;
 	t->size = size;
+	t->mapped = mapped;
 	r = check_header(t, err);
+	t->fit.clock = t->header.clock;
 	if (r == 0)
 		r = index_chunks(t, err);
-	if (r == 0)
-		fit_chunks(t);
-	else
+	if (r < 0)
 		free(t->slots);
 	if (r < 0)
 		t->slots = NULL;
 	return r;
+}
+
+int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+{
+	return open_bytes(t, data, size, false, err);
+}
+
+void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len)
+{
+	static long page;
+	uint64_t start, end;
+
+	if (!t->mapped || offset >= t->size)
+		return;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	if (len > t->size - offset)
+		len = t->size - offset;
+	/* the whole pages inside: a page at either end may hold a neighbour's bytes too */
+	start = (offset + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	end = (offset + len) & ~((uint64_t)page - 1);
+	if (end > start)
+		madvise((void *)(uintptr_t)(t->data + start), end - start, MADV_DONTNEED);
 }
 
 /*
@@ -455,8 +467,7 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 			goto out;
 		}
 	}
-	r = mt_reader_open_memory(t, p, (size_t)st.st_size, err);
-	t->mapped = p != NULL;
+	r = open_bytes(t, p, (size_t)st.st_size, p != NULL, err);
 	t->live = r == 0 && held_by_writers(&st);
 	if (r < 0)
 		mt_reader_close(t);
@@ -853,6 +864,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.sample.ns = u(d);
 		n = u(d);
 		rec->u.sample.n = n;
+		/* a value the record does not have reads 0, unknown: never an earlier record's */
+		memset(rec->u.sample.values, 0, sizeof(rec->u.sample.values));
 		/* each value takes a byte at least, so the payload bounds this loop */
 		for (uint64_t i = 0; i < n && !d->bad; i++) {
 			uint64_t v = u(d);
@@ -899,6 +912,112 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		return 0; /* unknown: skipped by its length */
 	}
 	return d->bad ? bad_fields(err, rec, d) : 0;
+}
+
+/*
+ * A varint of the payload [*p, end): false when it runs past end or past
+ * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
+ * four bytes, nearly every field, is then taken without a loop.
+ */
+static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *lim, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x;
+	unsigned n;
+
+	if (lim - q >= 4) {
+		x = q[0];
+		if (x < 0x80) {
+			n = 1;
+			goto done;
+		}
+		x = (x & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7;
+		if (q[1] < 0x80) {
+			n = 2;
+			goto done;
+		}
+		x |= (uint64_t)(q[2] & 0x7f) << 14;
+		if (q[2] < 0x80) {
+			n = 3;
+			goto done;
+		}
+		x |= (uint64_t)(q[3] & 0x7f) << 21;
+		if (q[3] < 0x80) {
+			n = 4;
+			goto done;
+		}
+	}
+	return mt_get_varint(p, end, v) == 0;
+done:
+	if (n > (size_t)(end - q))
+		return false; /* it runs past the payload */
+	*v = x;
+	*p = q + n;
+	return true;
+}
+
+/*
+ * The events that make up nearly every trace, decoded straight: the same
+ * fields as decode() in the same order, without its bookkeeping for error
+ * messages. false, with nothing of c changed, for anything it does not
+ * read whole and valid: decode() then reads the record, and says why.
+ */
+static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t *p,
+                       const uint8_t *end)
+{
+	const uint8_t *lim = c->end;
+	uint64_t dt, fn, da, db = 0, v, kind;
+
+	if (!field(&p, end, lim, &dt))
+		return false;
+	if (c->skim_events) {
+		c->time += (uint64_t)mt_unzigzag(dt);
+		return true;
+	}
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
+		    !field(&p, end, lim, &rec->u.alloc.size) ||
+		    !field(&p, end, lim, &rec->u.alloc.stack))
+			return false;
+		kind = mt_fn_kind((unsigned)fn);
+		if (p < end && !field(&p, end, lim, &kind))
+			return false;
+		if (kind >= MT_KIND_COUNT)
+			return false;
+		rec->u.alloc.fn = fn;
+		rec->u.alloc.kind = kind;
+		rec->u.alloc.addr = c->addr + (uint64_t)mt_unzigzag(da);
+		c->addr = rec->u.alloc.addr;
+		break;
+	case MT_REC_FREE:
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
+			return false;
+		kind = mt_fn_kind((unsigned)fn);
+		if (p < end && !field(&p, end, lim, &kind))
+			return false;
+		if (kind >= MT_KIND_COUNT)
+			return false;
+		rec->u.free.fn = fn;
+		rec->u.free.kind = kind;
+		rec->u.free.addr = c->addr + (uint64_t)mt_unzigzag(da);
+		c->addr = rec->u.free.addr;
+		break;
+	default: /* MT_REC_REALLOC */
+		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
+		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
+		    !field(&p, end, lim, &rec->u.realloc.size) ||
+		    !field(&p, end, lim, &rec->u.realloc.stack))
+			return false;
+		rec->u.realloc.fn = fn;
+		rec->u.realloc.old = c->addr + (uint64_t)mt_unzigzag(da);
+		rec->u.realloc.addr = rec->u.realloc.old + (uint64_t)mt_unzigzag(db);
+		c->addr = rec->u.realloc.addr;
+		rec->u.realloc.t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
+		break;
+	}
+	c->time += (uint64_t)mt_unzigzag(dt);
+	return true;
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
@@ -966,6 +1085,49 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 	return r;
 }
 
+static void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+{
+	if (!s->events || time < s->first_time)
+		s->first_time = time;
+	if (!s->events || time > s->last_time)
+		s->last_time = time;
+	if (!s->events || time > s->latest_time ||
+	    (time == s->latest_time && offset > s->latest_offset)) {
+		s->latest_time = time;
+		s->latest_offset = offset;
+	}
+	s->events++;
+}
+
+int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
+                   struct mt_error *err)
+{
+	const uint8_t *base = c->trace->data;
+
+	memset(s, 0, sizeof(*s));
+	for (;;) {
+		const uint8_t *p = c->pos;
+		uint64_t dt;
+		int r;
+
+		/* an event whose length is one byte, its time a whole varint inside it */
+		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
+		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
+			const uint8_t *q = p + 2;
+			if (field(&q, p + 2 + p[1], c->end, &dt)) {
+				c->time += (uint64_t)mt_unzigzag(dt);
+				skimmed(s, c->time, (uint64_t)(p - base));
+				c->pos = p + 2 + p[1];
+				continue;
+			}
+		}
+		r = mt_cursor_next(c, rec, err);
+		if (r <= 0 || !mt_record_is_event(rec->type))
+			return r;
+		skimmed(s, rec->time, rec->offset);
+	}
+}
+
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
 {
 	const uint8_t *p = c->pos, *payload;
@@ -980,6 +1142,19 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 	off = (uint64_t)(p - c->trace->data);
 	if (mt_record_is_short(*p))
 		return short_record(c, rec, off, err);
+	/* an event whose length is one byte and whose payload is there whole */
+	if (*p >= MT_REC_ALLOC && *p <= (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) &&
+	    c->end - p > 2 && p[1] < 0x80 && p[1] <= c->end - p - 2) {
+		rec->type = *p;
+		if (fast_event(c, rec, p + 2, p + 2 + p[1])) {
+			rec->offset = off;
+			rec->length = p[1];
+			rec->chunk = &c->chunk;
+			rec->time = c->time;
+			c->pos = p + 2 + p[1];
+			return 1;
+		}
+	}
 	payload = p + 1;
 	if (c->chunk.avail < c->chunk.size &&
 	    (mt_get_varint(&payload, c->end, &len) < 0 || len > (uint64_t)(c->end - payload))) {

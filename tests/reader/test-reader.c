@@ -1012,6 +1012,38 @@ static void test_parse_bytes(void)
 	CHECK_EQ(mt_parse_bytes(NULL, &(uint64_t){0}), -EINVAL);
 }
 
+/*
+ * A SAMPLE of a writer that knew fewer values reads the rest as 0, unknown,
+ * even into a record that held a longer SAMPLE (or anything else) before.
+ */
+static void test_short_sample(void)
+{
+	uint64_t values[MT_SAMPLE_FIELD_COUNT];
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+
+	for (unsigned i = 0; i < MT_SAMPLE_FIELD_COUNT; i++)
+		values[i] = 1000 + i;
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 1, 1, 100);
+	tb_sample(&b, 200, 5000, values, MT_SAMPLE_FIELD_COUNT);
+	tb_sample(&b, 300, 6000, values, 10); /* the ten values of the first version */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1], 1000 + MT_SAMPLE_FIELD_COUNT - 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.sample.n, 10);
+	CHECK_EQ(rec.u.sample.values[9], 1009);
+	for (unsigned i = 10; i < MT_SAMPLE_FIELD_COUNT; i++)
+		CHECK_EQ(rec.u.sample.values[i], 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 int main(void)
 {
 	test_clock_fit();
@@ -1024,6 +1056,7 @@ int main(void)
 	test_python_frames();
 	test_reach_records();
 	test_short_records();
+	test_short_sample();
 	test_random_damage();
 	test_parse_bytes();
 	if (test_failures)
