@@ -956,6 +956,16 @@ done:
 	return true;
 }
 
+/* The optional kind field of an ALLOC or FREE, else its function's kind. */
+static inline bool kind_field(const uint8_t **p, const uint8_t *end, const uint8_t *lim,
+                              uint64_t fn, uint64_t *kind)
+{
+	*kind = mt_fn_kind((unsigned)fn);
+	if (*p < end && !field(p, end, lim, kind))
+		return false;
+	return *kind < MT_KIND_COUNT;
+}
+
 /*
  * The events that make up nearly every trace, decoded straight: the same
  * fields as decode() in the same order, without its bookkeeping for error
@@ -980,10 +990,7 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 		    !field(&p, end, lim, &rec->u.alloc.size) ||
 		    !field(&p, end, lim, &rec->u.alloc.stack))
 			return false;
-		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, &kind))
-			return false;
-		if (kind >= MT_KIND_COUNT)
+		if (!kind_field(&p, end, lim, fn, &kind))
 			return false;
 		rec->u.alloc.fn = fn;
 		rec->u.alloc.kind = kind;
@@ -993,10 +1000,7 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 	case MT_REC_FREE:
 		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
 			return false;
-		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, &kind))
-			return false;
-		if (kind >= MT_KIND_COUNT)
+		if (!kind_field(&p, end, lim, fn, &kind))
 			return false;
 		rec->u.free.fn = fn;
 		rec->u.free.kind = kind;
