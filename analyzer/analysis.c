@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "by-stack.h"
 #include "map.h"
 #include "pyframes.h"
 #include "pystacks.h"
@@ -65,7 +66,7 @@ struct mt_analysis_run {
 	struct thread_state *threads;
 	uint32_t nthreads, threads_cap;
 	struct mt_map candidates[MT_KIND_COUNT];    /* addr -> struct candidate */
-	struct mt_map temp_by_stack[MT_KIND_COUNT]; /* stack -> uint64_t count */
+	struct mt_by_stack temp_by_stack[MT_KIND_COUNT]; /* temporary allocations by stack */
 	/* the failed allocation being snapshot */
 	struct mt_fail_snapshot *snap;
 	enum mt_kind snap_kind;
@@ -182,7 +183,7 @@ static void run_reset(struct mt_analysis_run *run)
 	mt_map_free(&run->thread_index);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_free(&run->candidates[k]);
-		mt_map_free(&run->temp_by_stack[k]);
+		mt_by_stack_free(&run->temp_by_stack[k]);
 	}
 	run->nthreads = 0;
 	run->last_chunk = NULL;
@@ -310,7 +311,6 @@ static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr,
 {
 	struct thread_state *th;
 	uint64_t *count;
-	bool created;
 	int t = candidate_of(run, k, addr);
 
 	if (t < 0)
@@ -323,7 +323,7 @@ static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr,
 	if (use_maps(run))
 		mt_map_del(&run->candidates[k], addr);
 	run->res->kind[k].temporary++;
-	count = mt_map_put(&run->temp_by_stack[k], th->cand[k].stack, &created);
+	count = mt_by_stack_at(&run->temp_by_stack[k], th->cand[k].stack);
 	if (!count)
 		return -ENOMEM;
 	++*count;
@@ -524,7 +524,6 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 	        .peak_bytes = s->peak_bytes,
 	        .peak_blocks = s->peak_blocks,
 	};
-	const uint64_t *temp;
 	int ret;
 
 	if ((ret = mt_diagnosis_add_stack(&c->run->res->diag, c->run->in, s)) < 0)
@@ -542,9 +541,8 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 			        (struct mt_leak_count){s->live_bytes, s->live_blocks};
 	}
 	/* temporaries are only ever the instance's own allocations */
-	if (s->stack_instance == c->run->in->id &&
-	    (temp = mt_map_get(&c->run->temp_by_stack[s->kind], s->stack)))
-		row.temporary = *temp;
+	if (s->stack_instance == c->run->in->id)
+		row.temporary = mt_by_stack_get(&c->run->temp_by_stack[s->kind], s->stack);
 	if (!row.allocations && !row.bytes_allocated && !row.peak_bytes && !row.leaked_bytes &&
 	    !row.leaked_blocks && !row.temporary && !row.peak_blocks)
 		return 0;
@@ -638,7 +636,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	mt_reach_init(&run.reach);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_init(&run.candidates[k], sizeof(struct candidate));
-		mt_map_init(&run.temp_by_stack[k], sizeof(uint64_t));
+		mt_by_stack_init(&run.temp_by_stack[k]);
 	}
 	a->run = &run;
 	r = mt_replay_run(a->replay, &cb, &run, err);

@@ -41,10 +41,15 @@ static void span(uint64_t addr, uint64_t size, uint64_t *first, uint64_t *last)
 	*last = (end > start ? end - 1 : start) >> PAGE_SHIFT;
 }
 
+/* The layout of the edges' slots, for the map's inline operations. */
+#define EDGE_SHIFT MT_MAP_SHIFT(sizeof(uint32_t))
+#define EDGE_VOFF  MT_MAP_VOFF(sizeof(uint32_t))
+
 static int edge_add(struct mt_heap_pages *p, uint64_t page)
 {
 	bool created;
-	uint32_t *n = mt_map_put(&p->edges, page, &created);
+	uint32_t *n =
+	        mt_map_put_small(&p->edges, page, &created, EDGE_SHIFT, EDGE_VOFF, sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
@@ -54,10 +59,10 @@ static int edge_add(struct mt_heap_pages *p, uint64_t page)
 
 static void edge_remove(struct mt_heap_pages *p, uint64_t page)
 {
-	uint32_t *n = mt_map_get(&p->edges, page);
+	uint32_t *n = mt_map_get_small(&p->edges, page, EDGE_SHIFT, EDGE_VOFF);
 
 	if (n && --*n == 0)
-		mt_map_del(&p->edges, page);
+		mt_map_take_small(&p->edges, page, NULL, EDGE_SHIFT, EDGE_VOFF, sizeof(*n));
 }
 
 int mt_heap_pages_add(struct mt_heap_pages *p, uint64_t addr, uint64_t size)

@@ -2,7 +2,9 @@
 /*
  * The analyzer's hash map (see map.h). Keys are mixed with a 64-bit
  * finalizer because addresses share their low bits (alignment) and stack
- * ids are small consecutive numbers.
+ * ids are small consecutive numbers. Entries land, move and are visited in
+ * the same order whatever the slot layout, so the reports' tie orders do not
+ * depend on it.
  *
  * May not: print or abort; allocation failure is returned.
  */
@@ -14,37 +16,77 @@
 
 static size_t slot_of(const struct mt_map *m, uint64_t key)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	key *= 0xc4ceb9fe1a85ec53ull;
-	key ^= key >> 33;
-	return (size_t)key & (m->cap - 1);
+	return mt_map_home(m, key);
+}
+
+/*
+ * Up to this many value bytes share the slot with the key (two slots a cache
+ * line); a larger value would spread the keys a probe walks over many lines.
+ */
+#define INLINE_MAX 24
+
+static bool apart(const struct mt_map *m)
+{
+	return m->vsize > INLINE_MAX;
+}
+
+static uint64_t *key_at(const struct mt_map *m, size_t i)
+{
+	return (uint64_t *)(void *)(m->slots + (i << m->shift));
+}
+
+static void *val_at(const struct mt_map *m, size_t i)
+{
+	return m->vals ? m->vals + i * m->vsize : m->slots + (i << m->shift) + m->voff;
+}
+
+/* In 8-byte words inline: a libc call of a run-time size costs more than a short copy.
+ */
+static void copy_words(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	for (; n >= 8; n -= 8, d += 8, s += 8)
+		memcpy(d, s, 8);
+	for (; n; n--)
+		*d++ = *s++;
 }
 
 void mt_map_init(struct mt_map *m, size_t vsize)
 {
 	memset(m, 0, sizeof(*m));
 	m->vsize = vsize;
+	/* a type aligned to 16 (an __int128 inside) has a size that is a multiple of 16 */
+	if (apart(m)) {
+		m->shift = 3;
+		return;
+	}
+	m->voff = vsize && vsize % 16 == 0 ? 16 : 8;
+	/* a power of two: an index shifts to its slot, and no slot straddles a cache line */
+	for (m->shift = 3; (size_t)1 << m->shift < m->voff + vsize; m->shift++)
+		;
 }
 
 void mt_map_free(struct mt_map *m)
 {
-	free(m->keys);
-	free(m->used);
+	free(m->slots);
 	free(m->vals);
 	mt_map_init(m, m->vsize);
 }
 
 void *mt_map_get(const struct mt_map *m, uint64_t key)
 {
+	if (key == MT_MAP_EMPTY)
+		return m->spare_used ? val_at(m, m->cap) : NULL;
 	if (!m->cap)
 		return NULL;
 	for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->used[i])
+		uint64_t k = *key_at(m, i);
+		if (k == key)
+			return val_at(m, i);
+		if (k == MT_MAP_EMPTY)
 			return NULL;
-		if (m->keys[i] == key)
-			return m->vals + i * m->vsize;
 	}
 }
 
@@ -54,23 +96,28 @@ static int grow(struct mt_map *m)
 
 	n.cap = m->cap ? m->cap * 2 : 16;
 	n.count = 0;
-	n.keys = malloc(n.cap * sizeof(*n.keys));
-	n.used = calloc(n.cap, 1);
-	n.vals = malloc(n.cap * (m->vsize ? m->vsize : 1));
-	if (!n.keys || !n.used || !n.vals) {
-		free(n.keys);
-		free(n.used);
+	n.spare_used = false;
+	n.slots = malloc((n.cap + 1) << n.shift);
+	n.vals = apart(m) ? malloc((n.cap + 1) * n.vsize) : NULL;
+	if (!n.slots || (apart(m) && !n.vals)) {
+		free(n.slots);
 		free(n.vals);
 		return -ENOMEM;
 	}
+	/* every key MT_MAP_EMPTY: all bits set */
+	memset(n.slots, 0xff, (n.cap + 1) << n.shift);
 	for (size_t i = 0; i < m->cap; i++) {
 		bool created;
-		if (m->used[i])
-			memcpy(mt_map_put(&n, m->keys[i], &created), m->vals + i * m->vsize,
-			       m->vsize);
+		uint64_t k = *key_at(m, i);
+		if (k != MT_MAP_EMPTY)
+			memcpy(mt_map_put(&n, k, &created), val_at(m, i), m->vsize);
 	}
-	free(m->keys);
-	free(m->used);
+	if (m->spare_used) {
+		memcpy(val_at(&n, n.cap), val_at(m, m->cap), m->vsize);
+		n.spare_used = true;
+		n.count++;
+	}
+	free(m->slots);
 	free(m->vals);
 	*m = n;
 	return 0;
@@ -83,16 +130,31 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
 	*created = false;
 	if ((m->count + 1) * 4 > m->cap * 3 && grow(m) < 0)
 		return NULL;
-	for (i = slot_of(m, key); m->used[i]; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key)
-			return m->vals + i * m->vsize;
+	if (key == MT_MAP_EMPTY) {
+		i = m->cap;
+		if (m->spare_used)
+			return val_at(m, i);
+		m->spare_used = true;
+	} else {
+		for (i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
+			uint64_t k = *key_at(m, i);
+			if (k == key)
+				return val_at(m, i);
+			if (k == MT_MAP_EMPTY)
+				break;
+		}
+		*key_at(m, i) = key;
 	}
-	m->used[i] = 1;
-	m->keys[i] = key;
-	memset(m->vals + i * m->vsize, 0, m->vsize);
+	memset(val_at(m, i), 0, m->vsize);
 	m->count++;
 	*created = true;
-	return m->vals + i * m->vsize;
+	return val_at(m, i);
+}
+
+void mt_map_prefetch(const struct mt_map *m, uint64_t key)
+{
+	if (m->cap)
+		__builtin_prefetch(key_at(m, slot_of(m, key)));
 }
 
 bool mt_map_del(struct mt_map *m, uint64_t key)
@@ -103,28 +165,40 @@ bool mt_map_del(struct mt_map *m, uint64_t key)
 bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 {
 	size_t mask = m->cap - 1, i, j;
+	uint64_t k;
 
+	if (key == MT_MAP_EMPTY) {
+		if (!m->spare_used)
+			return false;
+		if (out)
+			memcpy(out, val_at(m, m->cap), m->vsize);
+		m->spare_used = false;
+		m->count--;
+		return true;
+	}
 	if (!m->cap)
 		return false;
 	for (i = slot_of(m, key);; i = (i + 1) & mask) {
-		if (!m->used[i])
-			return false;
-		if (m->keys[i] == key)
+		k = *key_at(m, i);
+		if (k == key)
 			break;
+		if (k == MT_MAP_EMPTY)
+			return false;
 	}
 	if (out)
-		memcpy(out, m->vals + i * m->vsize, m->vsize);
+		copy_words(out, val_at(m, i), m->vsize);
 	/* Backward shift: pull later entries of the probe run into the hole if their home allows.
 	 */
-	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-		size_t home = slot_of(m, m->keys[j]);
+	for (j = (i + 1) & mask; (k = *key_at(m, j)) != MT_MAP_EMPTY; j = (j + 1) & mask) {
+		size_t home = slot_of(m, k);
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->keys[i] = m->keys[j];
-			memcpy(m->vals + i * m->vsize, m->vals + j * m->vsize, m->vsize);
+			copy_words(key_at(m, i), key_at(m, j), (size_t)1 << m->shift);
+			if (m->vals)
+				memcpy(val_at(m, i), val_at(m, j), m->vsize);
 			i = j;
 		}
 	}
-	m->used[i] = 0;
+	*key_at(m, i) = MT_MAP_EMPTY;
 	m->count--;
 	return true;
 }
@@ -132,12 +206,20 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val)
 {
 	for (; *i < m->cap; (*i)++) {
-		if (m->used[*i]) {
-			*key = m->keys[*i];
-			*val = m->vals + *i * m->vsize;
+		uint64_t k = *key_at(m, *i);
+		if (k != MT_MAP_EMPTY) {
+			*key = k;
+			*val = val_at(m, *i);
 			(*i)++;
 			return true;
 		}
+	}
+	/* the spare last, once: i steps past it */
+	if (*i == m->cap && m->spare_used) {
+		*key = MT_MAP_EMPTY;
+		*val = val_at(m, m->cap);
+		(*i)++;
+		return true;
 	}
 	return false;
 }
@@ -147,18 +229,16 @@ int mt_map_copy(struct mt_map *dst, const struct mt_map *src)
 	*dst = *src;
 	if (!src->cap)
 		return 0;
-	dst->keys = malloc(src->cap * sizeof(*dst->keys));
-	dst->used = malloc(src->cap);
-	dst->vals = malloc(src->cap * (src->vsize ? src->vsize : 1));
-	if (!dst->keys || !dst->used || !dst->vals) {
-		free(dst->keys);
-		free(dst->used);
+	dst->slots = malloc((src->cap + 1) << src->shift);
+	dst->vals = src->vals ? malloc((src->cap + 1) * src->vsize) : NULL;
+	if (!dst->slots || (src->vals && !dst->vals)) {
+		free(dst->slots);
 		free(dst->vals);
 		mt_map_init(dst, src->vsize);
 		return -ENOMEM;
 	}
-	memcpy(dst->keys, src->keys, src->cap * sizeof(*dst->keys));
-	memcpy(dst->used, src->used, src->cap);
-	memcpy(dst->vals, src->vals, src->cap * src->vsize);
+	memcpy(dst->slots, src->slots, (src->cap + 1) << src->shift);
+	if (src->vals)
+		memcpy(dst->vals, src->vals, (src->cap + 1) * src->vsize);
 	return 0;
 }

@@ -3,9 +3,14 @@
  * A hash map from a 64-bit key to a fixed-size value stored in place, for
  * the analyzer's tables (live blocks, stacks, per-stack figures). Open
  * addressing with linear probing and backward-shift deletion, so deleting
- * leaves no tombstones and a long replay does not slow down.
+ * leaves no tombstones and a long replay does not slow down. An empty slot
+ * holds the key MT_MAP_EMPTY (that key itself, should a caller use it,
+ * lives in one spare slot after the table). A small value sits in the slot
+ * next to its key, so a lookup costs one cache miss; a large one sits in a
+ * parallel array, so that probing runs over densely packed keys.
  *
- * May not: print. A value pointer is valid until the next put or delete.
+ * May not: print. A value pointer is valid until the next put or delete;
+ * it is aligned to 8 bytes, or to 16 when vsize is a multiple of 16.
  */
 #ifndef MEMTRACE_ANALYZER_MAP_H
 #define MEMTRACE_ANALYZER_MAP_H
@@ -13,14 +18,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#define MT_MAP_EMPTY UINT64_MAX
 
 struct mt_map {
-	uint64_t *keys;
-	uint8_t *used;
-	uint8_t *vals;
+	unsigned char *slots; /* cap slots, then the spare one; NULL while cap is 0 */
+	unsigned char *vals;  /* cap + 1 large values, or NULL when values are in the slots */
 	size_t vsize;
-	size_t cap; /* a power of two, or 0 */
-	size_t count;
+	size_t voff;    /* where a small value starts in its slot */
+	unsigned shift; /* log2 of the bytes a slot */
+	size_t cap;     /* a power of two, or 0 */
+	size_t count;   /* the spare's key included */
+	bool spare_used;
 };
 
 void mt_map_init(struct mt_map *m, size_t vsize);
@@ -28,6 +38,8 @@ void mt_map_free(struct mt_map *m);
 void *mt_map_get(const struct mt_map *m, uint64_t key);
 /* The value of key, created zeroed if absent (*created says which); NULL without memory. */
 void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
+/* Starts fetching the slot where a look-up of key begins into the cache, for a look-up soon. */
+void mt_map_prefetch(const struct mt_map *m, uint64_t key);
 /* Removes key; false when it was not there. */
 bool mt_map_del(struct mt_map *m, uint64_t key);
 /* Removes key and copies its value to out (vsize bytes) in one probe; false when absent. */
@@ -36,5 +48,98 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out);
 bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val);
 /* A deep copy of src into dst (dst uninitialised); -ENOMEM. */
 int mt_map_copy(struct mt_map *dst, const struct mt_map *src);
+
+/*
+ * The same operations for a map whose values sit in the slots (vsize up to
+ * 24 bytes), written out for a caller on the hot path that names the layout
+ * as constants (MT_MAP_SHIFT, MT_MAP_VOFF of its value's size): the same
+ * probes and moves as the functions above, so the entries land in the same
+ * slots whichever a caller uses, without the look-ups of a layout known
+ * only at run time.
+ */
+#define MT_MAP_VOFF(vsize)  ((vsize) % 16 == 0 ? 16u : 8u)
+#define MT_MAP_SHIFT(vsize) ((vsize) + MT_MAP_VOFF(vsize) <= 16 ? 4u : 5u)
+
+/* The slot where a look-up of key begins. */
+static inline size_t mt_map_home(const struct mt_map *m, uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	key *= 0xc4ceb9fe1a85ec53ull;
+	key ^= key >> 33;
+	return (size_t)key & (m->cap - 1);
+}
+
+static inline uint64_t *mt_map_slot(const struct mt_map *m, size_t i, unsigned shift)
+{
+	return (uint64_t *)(void *)(m->slots + (i << shift));
+}
+
+static inline void *mt_map_get_small(const struct mt_map *m, uint64_t key, unsigned shift,
+                                     size_t voff)
+{
+	if (key == MT_MAP_EMPTY || !m->cap)
+		return mt_map_get(m, key);
+	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+		uint64_t *k = mt_map_slot(m, i, shift);
+		if (*k == key)
+			return (char *)k + voff;
+		if (*k == MT_MAP_EMPTY)
+			return NULL;
+	}
+}
+
+static inline void *mt_map_put_small(struct mt_map *m, uint64_t key, bool *created, unsigned shift,
+                                     size_t voff, size_t vsize)
+{
+	if (key == MT_MAP_EMPTY || (m->count + 1) * 4 > m->cap * 3)
+		return mt_map_put(m, key, created); /* the spare slot, or growth first */
+	*created = false;
+	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+		uint64_t *k = mt_map_slot(m, i, shift);
+		if (*k == key)
+			return (char *)k + voff;
+		if (*k == MT_MAP_EMPTY) {
+			*k = key;
+			memset((char *)k + voff, 0, vsize);
+			m->count++;
+			*created = true;
+			return (char *)k + voff;
+		}
+	}
+}
+
+static inline bool mt_map_take_small(struct mt_map *m, uint64_t key, void *out, unsigned shift,
+                                     size_t voff, size_t vsize)
+{
+	size_t mask = m->cap - 1, i, j;
+	uint64_t k, *hole;
+
+	if (key == MT_MAP_EMPTY || !m->cap)
+		return mt_map_take(m, key, out);
+	for (i = mt_map_home(m, key);; i = (i + 1) & mask) {
+		k = *mt_map_slot(m, i, shift);
+		if (k == key)
+			break;
+		if (k == MT_MAP_EMPTY)
+			return false;
+	}
+	hole = mt_map_slot(m, i, shift);
+	if (out)
+		memcpy(out, (char *)hole + voff, vsize);
+	/* backward shift: later entries of the probe run move into the hole if their home allows */
+	for (j = (i + 1) & mask; (k = *mt_map_slot(m, j, shift)) != MT_MAP_EMPTY;
+	     j = (j + 1) & mask) {
+		if (((j - mt_map_home(m, k)) & mask) >= ((j - i) & mask)) {
+			memcpy(hole, mt_map_slot(m, j, shift), (size_t)1 << shift);
+			i = j;
+			hole = mt_map_slot(m, i, shift);
+		}
+	}
+	*hole = MT_MAP_EMPTY;
+	m->count--;
+	return true;
+}
 
 #endif

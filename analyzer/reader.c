@@ -65,6 +65,9 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_PYSTACK] = "PYSTACK",
         [MT_REC_REACH] = "REACH",
         [MT_REC_REACH_BLOCKS] = "REACH_BLOCKS",
+        [MT_REC_SHORT_MALLOC] = "SHORT_MALLOC",
+        [MT_REC_SHORT_MALLOC_SAME] = "SHORT_MALLOC_SAME",
+        [MT_REC_SHORT_FREE] = "SHORT_FREE",
         [MT_REC_KEYFRAME] = "KEYFRAME",
         [MT_REC_KEY_THREADS] = "KEY_THREADS",
         [MT_REC_KEY_BLOCKS] = "KEY_BLOCKS",
@@ -197,11 +200,6 @@ int mt_kind_parse(const char *name)
 	return -EINVAL;
 }
 
-bool mt_record_is_event(unsigned type)
-{
-	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
-}
-
 static int check_header(struct mt_trace *t, struct mt_error *err)
 {
 	const struct mt_file_header *h = &t->header;
@@ -230,8 +228,8 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 		            "trace format version %u is older than this memtrace reads (%u); read "
 		            "it with the memtrace that wrote it",
 		            h->version, MT_FORMAT_OLDEST);
-	t->chunk_header = h->version >= 3 ? sizeof(struct mt_chunk_header) : MT_CHUNK_HEADER_V2;
-	if (h->version < 3) /* its header ends at `extended`: the rest of the page is zero */
+	t->chunk_header = h->version >= 4 ? sizeof(struct mt_chunk_header) : MT_CHUNK_HEADER_V3;
+	if (h->version < 4) /* its header ends at `extended`: the rest of the page is zero */
 		memset((char *)&t->header + offsetof(struct mt_file_header, next_seq), 0,
 		       sizeof(*h) - offsetof(struct mt_file_header, next_seq));
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
@@ -263,8 +261,8 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 /*
  * Whether a given-up chunk's records are what its writer wrote: the
  * checksum of the bytes from its header's end to the end of its data (the
- * walk by record lengths to the first zero type byte; a damaged length
- * takes the walk elsewhere, and the sum differs).
+ * walk by record lengths, and a short record's fields, to the first zero
+ * type byte; a damaged length takes the walk elsewhere, and the sum differs).
  */
 static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc)
 {
@@ -274,6 +272,13 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_
 	while (p < end && *p != MT_REC_END_OF_DATA) {
 		const uint8_t *q = p + 1;
 		uint64_t len;
+		if (mt_record_is_short(*p)) {
+			for (unsigned i = mt_short_fields(*p); i > 0; i--)
+				if (mt_get_varint(&q, end, &len) < 0)
+					return false;
+			p = q;
+			continue;
+		}
 		if (mt_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
 			return false;
 		p = q + len;
@@ -325,10 +330,16 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 		} else {
 			bool ok = !ch.crc32c ||
 			          sealed_ok(t->data + off, t->chunk_header, ch.size, ch.crc32c);
+			if (ch.crc32c)
+				mt_reader_release(t, off,
+				                  ch.size); /* read whole; next needed later */
 			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
 			             err);
 			t->slots[t->slot_count - 1].seq =
-			        t->chunk_header > MT_CHUNK_HEADER_V2 ? ch.seq : t->slot_count - 1;
+			        t->chunk_header > MT_CHUNK_HEADER_V3 ? ch.seq : t->slot_count - 1;
+			/* the clock's pairs now: the chunk's pages are let go of below */
+			if (ok)
+				mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
 			if (!ok && !t->damaged++)
 				t->damaged_at = off;
 			t->chunk_count++;
@@ -414,38 +425,49 @@ uint64_t mt_clock_ns(const struct mt_clock_fit *fit, uint64_t ticks)
 	return (uint64_t)ns;
 }
 
-/* The chunk headers' clock pairs: one read per chunk, no records. */
-static void fit_chunks(struct mt_trace *t)
-{
-	t->fit.clock = t->header.clock;
-	for (uint64_t i = 0; i < t->slot_count; i++) {
-		struct mt_chunk_header ch;
-		if (t->slots[i].state != MT_SLOT_CHUNK)
-			continue;
-		memcpy(&ch, t->data + t->slots[i].offset, sizeof(ch));
-		mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
-	}
-}
-
-int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+static int open_bytes(struct mt_trace *t, const void *data, size_t size, bool mapped,
+                      struct mt_error *err)
 {
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->data = data;
 	t->size = size;
+	t->mapped = mapped;
 	r = check_header(t, err);
+	t->fit.clock = t->header.clock;
 	if (r == 0)
 		r = index_chunks(t, err);
 	if (r == 0)
 		r = order_slots(t, err);
-	if (r == 0) {
-		fit_chunks(t);
-	} else {
+	if (r < 0) {
 		free(t->slots);
 		t->slots = NULL;
 	}
 	return r;
+}
+
+int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err)
+{
+	return open_bytes(t, data, size, false, err);
+}
+
+void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len)
+{
+	static long page;
+	uint64_t start, end;
+
+	if (!t->mapped || offset >= t->size)
+		return;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	if (len > t->size - offset)
+		len = t->size - offset;
+	/* the whole pages inside: a page at either end may hold a neighbour's bytes too */
+	start = (offset + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	end = (offset + len) & ~((uint64_t)page - 1);
+	if (end > start)
+		madvise((void *)(uintptr_t)(t->data + start), end - start, MADV_DONTNEED);
 }
 
 /*
@@ -496,8 +518,7 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err)
 			goto out;
 		}
 	}
-	r = mt_reader_open_memory(t, p, (size_t)st.st_size, err);
-	t->mapped = p != NULL;
+	r = open_bytes(t, p, (size_t)st.st_size, p != NULL, err);
 	t->live = r == 0 && held_by_writers(&st);
 	if (r < 0)
 		mt_reader_close(t);
@@ -573,6 +594,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 	c->end = t->data + c->chunk.offset + c->chunk.avail;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
+	c->stack = 0;
 	return 1;
 }
 
@@ -979,6 +1001,8 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.sample.ns = u(d);
 		n = u(d);
 		rec->u.sample.n = n;
+		/* a value the record does not have reads 0, unknown: never an earlier record's */
+		memset(rec->u.sample.values, 0, sizeof(rec->u.sample.values));
 		/* each value takes a byte at least, so the payload bounds this loop */
 		for (uint64_t i = 0; i < n && !d->bad; i++) {
 			uint64_t v = u(d);
@@ -1017,6 +1041,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.reach.bytes = u(d);
 		rec->u.reach.scanned = u(d);
 		rec->u.reach.ns = u(d);
+		rec->u.reach.chunks = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_REACH_BLOCKS:
 		return reach_blocks(rec, d, err);
@@ -1047,7 +1072,168 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	return d->bad ? bad_fields(err, rec, d) : 0;
 }
 
+/*
+ * A varint of the payload [*p, end): false when it runs past end or past
+ * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
+ * four bytes, nearly every field, is then taken without a loop.
+ */
+static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *lim, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x;
+	unsigned n;
+
+	if (lim - q >= 4) {
+		x = q[0];
+		if (x < 0x80) {
+			n = 1;
+			goto done;
+		}
+		x = (x & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7;
+		if (q[1] < 0x80) {
+			n = 2;
+			goto done;
+		}
+		x |= (uint64_t)(q[2] & 0x7f) << 14;
+		if (q[2] < 0x80) {
+			n = 3;
+			goto done;
+		}
+		x |= (uint64_t)(q[3] & 0x7f) << 21;
+		if (q[3] < 0x80) {
+			n = 4;
+			goto done;
+		}
+	}
+	return mt_get_varint(p, end, v) == 0;
+done:
+	if (n > (size_t)(end - q))
+		return false; /* it runs past the payload */
+	*v = x;
+	*p = q + n;
+	return true;
+}
+
+/* The optional kind field of an ALLOC or FREE, else its function's kind. */
+static inline bool kind_field(const uint8_t **p, const uint8_t *end, const uint8_t *lim,
+                              uint64_t fn, uint64_t *kind)
+{
+	*kind = mt_fn_kind((unsigned)fn);
+	if (*p < end && !field(p, end, lim, kind))
+		return false;
+	return *kind < MT_KIND_COUNT;
+}
+
+/*
+ * The events that make up nearly every trace, decoded straight: the same
+ * fields as decode() in the same order, without its bookkeeping for error
+ * messages. false, with nothing of c changed, for anything it does not
+ * read whole and valid: decode() then reads the record, and says why.
+ */
+static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t *p,
+                       const uint8_t *end)
+{
+	const uint8_t *lim = c->end;
+	uint64_t dt, fn, da, db = 0, v, kind;
+
+	if (!field(&p, end, lim, &dt))
+		return false;
+	if (c->skim_events) {
+		c->time += (uint64_t)mt_unzigzag(dt);
+		return true;
+	}
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
+		    !field(&p, end, lim, &rec->u.alloc.size) ||
+		    !field(&p, end, lim, &rec->u.alloc.stack))
+			return false;
+		if (!kind_field(&p, end, lim, fn, &kind))
+			return false;
+		rec->u.alloc.fn = fn;
+		rec->u.alloc.kind = kind;
+		rec->u.alloc.addr = c->addr + (uint64_t)mt_unzigzag(da);
+		c->addr = rec->u.alloc.addr;
+		break;
+	case MT_REC_FREE:
+		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
+			return false;
+		if (!kind_field(&p, end, lim, fn, &kind))
+			return false;
+		rec->u.free.fn = fn;
+		rec->u.free.kind = kind;
+		rec->u.free.addr = c->addr + (uint64_t)mt_unzigzag(da);
+		c->addr = rec->u.free.addr;
+		break;
+	default: /* MT_REC_REALLOC */
+		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
+		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
+		    !field(&p, end, lim, &rec->u.realloc.size) ||
+		    !field(&p, end, lim, &rec->u.realloc.stack))
+			return false;
+		rec->u.realloc.fn = fn;
+		rec->u.realloc.old = c->addr + (uint64_t)mt_unzigzag(da);
+		rec->u.realloc.addr = rec->u.realloc.old + (uint64_t)mt_unzigzag(db);
+		c->addr = rec->u.realloc.addr;
+		rec->u.realloc.t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
+		break;
+	}
+	c->time += (uint64_t)mt_unzigzag(dt);
+	return true;
+}
+
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
+
+/*
+ * A short record (format 3): a type byte and its fields, no length, bounded
+ * by the chunk's data; read as the ALLOC of a malloc or the FREE of a free.
+ * A record that runs past the end of a cut file's data is the one the file
+ * was cut in: the end of what is there.
+ */
+static int short_record(struct mt_cursor *c, struct mt_record *rec, uint64_t off,
+                        struct mt_error *err)
+{
+	unsigned type = *c->pos;
+	struct dec d = {.p = c->pos + 1, .end = c->end};
+	uint64_t time = c->time + (uint64_t)z(&d), addr = c->addr + (uint64_t)z(&d);
+	uint64_t size = 0, stack = c->stack;
+
+	if (type != MT_REC_SHORT_FREE)
+		size = u(&d);
+	if (type == MT_REC_SHORT_MALLOC)
+		stack += (uint64_t)z(&d);
+	if (d.bad) {
+		c->done = true;
+		if (c->chunk.avail < c->chunk.size)
+			return 0;
+		return fail(err, -EBADMSG, off,
+		            "%s record: field %u runs past the end of its chunk or is not a valid "
+		            "varint",
+		            record_names[type], d.field + 1);
+	}
+	c->time = time;
+	c->addr = addr;
+	c->stack = stack;
+	rec->offset = off;
+	rec->length = (uint32_t)(d.p - c->pos - 1);
+	rec->chunk = &c->chunk;
+	rec->time = time;
+	if (type == MT_REC_SHORT_FREE) {
+		rec->type = MT_REC_FREE;
+		rec->u.free.fn = MT_FN_FREE;
+		rec->u.free.addr = addr;
+		rec->u.free.kind = MT_KIND_HOST;
+	} else {
+		rec->type = MT_REC_ALLOC;
+		rec->u.alloc.fn = MT_FN_MALLOC;
+		rec->u.alloc.addr = addr;
+		rec->u.alloc.size = size;
+		rec->u.alloc.stack = stack;
+		rec->u.alloc.kind = MT_KIND_HOST;
+	}
+	c->pos = d.p;
+	return 1;
+}
 
 /* A chunk that failed its checksum is read up to its first record that does not decode. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
@@ -1059,6 +1245,49 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 		return 0;
 	}
 	return r;
+}
+
+static void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+{
+	if (!s->events || time < s->first_time)
+		s->first_time = time;
+	if (!s->events || time > s->last_time)
+		s->last_time = time;
+	if (!s->events || time > s->latest_time ||
+	    (time == s->latest_time && offset > s->latest_offset)) {
+		s->latest_time = time;
+		s->latest_offset = offset;
+	}
+	s->events++;
+}
+
+int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
+                   struct mt_error *err)
+{
+	const uint8_t *base = c->trace->data;
+
+	memset(s, 0, sizeof(*s));
+	for (;;) {
+		const uint8_t *p = c->pos;
+		uint64_t dt;
+		int r;
+
+		/* an event whose length is one byte, its time a whole varint inside it */
+		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
+		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
+			const uint8_t *q = p + 2;
+			if (field(&q, p + 2 + p[1], c->end, &dt)) {
+				c->time += (uint64_t)mt_unzigzag(dt);
+				skimmed(s, c->time, (uint64_t)(p - base));
+				c->pos = p + 2 + p[1];
+				continue;
+			}
+		}
+		r = mt_cursor_next(c, rec, err);
+		if (r <= 0 || !mt_record_is_event(rec->type))
+			return r;
+		skimmed(s, rec->time, rec->offset);
+	}
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
@@ -1073,6 +1302,21 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 		return 0;
 	}
 	off = (uint64_t)(p - c->trace->data);
+	if (mt_record_is_short(*p))
+		return short_record(c, rec, off, err);
+	/* an event whose length is one byte and whose payload is there whole */
+	if (*p >= MT_REC_ALLOC && *p <= (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) &&
+	    c->end - p > 2 && p[1] < 0x80 && p[1] <= c->end - p - 2) {
+		rec->type = *p;
+		if (fast_event(c, rec, p + 2, p + 2 + p[1])) {
+			rec->offset = off;
+			rec->length = p[1];
+			rec->chunk = &c->chunk;
+			rec->time = c->time;
+			c->pos = p + 2 + p[1];
+			return 1;
+		}
+	}
 	payload = p + 1;
 	if (c->chunk.avail < c->chunk.size &&
 	    (mt_get_varint(&payload, c->end, &len) < 0 || len > (uint64_t)(c->end - payload))) {

@@ -52,7 +52,7 @@ struct mt_chunk_slot {
 	uint64_t offset;
 	uint32_t size; /* 0 when unknown */
 	uint8_t state; /* enum mt_slot_state */
-	uint64_t seq;  /* the chunk header's (version 3), else the slot's place in the file */
+	uint64_t seq;  /* the chunk header's (version 4), else the slot's place in the file */
 };
 
 struct mt_trace {
@@ -64,7 +64,7 @@ struct mt_trace {
 	struct mt_chunk_slot *slots;  /* the chunks in file order (reader.c, index_chunks) */
 	uint64_t slot_count;
 	uint64_t *by_seq;       /* slot indices in claim order: by seq, then by file offset */
-	uint32_t chunk_header;  /* bytes of a chunk header: 48, or 40 in version 2 */
+	uint32_t chunk_header;  /* bytes of a chunk header: 48, or 40 in versions 2 and 3 */
 	uint64_t chunk_count;   /* whole chunks present in the file */
 	uint64_t unused_chunks; /* stretches claimed by writers that never wrote them */
 	bool truncated;         /* the last slot is a chunk the file ends inside */
@@ -232,6 +232,7 @@ struct mt_record {
 			        time; /* the scan's moment in ticks (rec->time is the register's) */
 			uint64_t status; /* enum mt_reach_status */
 			uint64_t detail, blocks, bytes, scanned, ns;
+			uint64_t chunks; /* trace chunks read back; 0 before 2026-11-26 */
 		} reach;
 		struct {
 			uint64_t cls; /* enum mt_reach_class */
@@ -288,7 +289,7 @@ struct mt_cursor {
 	const struct mt_trace *trace;
 	struct mt_chunk chunk;
 	const uint8_t *pos, *end;
-	uint64_t time, addr; /* the chunk's registers */
+	uint64_t time, addr, stack; /* the chunk's registers */
 	bool done;
 	/*
 	 * Set by a caller that wants only the times of event records (a first
@@ -303,6 +304,13 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err);
 /* The same over bytes the caller owns (tests, fuzzers); they must outlive t. */
 int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err);
 void mt_reader_close(struct mt_trace *t);
+/*
+ * The file's bytes [offset, offset + len) are not needed again soon: the
+ * pages wholly inside leave the process (a mapped file's pages are read
+ * back from the page cache if they are touched again), so that what the
+ * reader's process holds does not grow with the trace it reads.
+ */
+void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len);
 
 /*
  * Number of chunks to visit: the whole ones, plus a cut-off last one
@@ -326,11 +334,31 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 /* 1 and *rec filled, 0 at the end of the chunk's data, < 0 corrupt record. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
+/* What mt_cursor_skim found of the event records it passed over. */
+struct mt_skim {
+	uint64_t events;
+	uint64_t first_time, last_time; /* the least and the greatest of their times */
+	/* the latest of them by (time, offset), replay order */
+	uint64_t latest_time, latest_offset;
+};
+
+/*
+ * Reads on over event records, taking only their times (a first pass: the
+ * cursor is skim_events), up to the next record that is not an event: 1
+ * with it in *rec, 0 at the end of the chunk's data, < 0 as mt_cursor_next.
+ * Whatever it returns, the events passed over are in *s (zeroed first).
+ */
+int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
+                   struct mt_error *err);
+
 /* "ALLOC", "malloc", ... or NULL when unknown. */
 const char *mt_record_name(unsigned type);
 const char *mt_fn_name(uint64_t fn);
 /* Events are what the replay counts: ALLOC to MREMAP. */
-bool mt_record_is_event(unsigned type);
+static inline bool mt_record_is_event(unsigned type)
+{
+	return type >= MT_REC_ALLOC && type <= MT_REC_MREMAP;
+}
 const char *mt_kind_name(unsigned kind); /* NULL for a value that is no kind */
 int mt_kind_parse(const char *name);     /* the kind, or -EINVAL */
 /* REACH's status ("done", "off", "no-memory", ...) and REACH_BLOCKS' class ("definite", ...):

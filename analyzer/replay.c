@@ -30,7 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "by-stack.h"
+#include "feed.h"
 #include "heap-pages.h"
 #include "keyframes.h"
 #include "map.h"
@@ -53,13 +56,34 @@ struct thread {
 	size_t n, cap;
 };
 
-/* blocks: the blocks it stands for, more than 1 when sampled (sampling.h); see block_bytes */
+/*
+ * stat: its (stack, kind) figures' index in the owner's stat arrays, which
+ * say its stack and kind, so that a free finds them without a look-up;
+ * blocks: the blocks it stands for, more than 1 when sampled (sampling.h),
+ * see block_bytes. 16 bytes, so that it shares its map slot with its key.
+ */
 struct host_block {
 	uint64_t size;
-	uint32_t stack;
-	uint32_t stack_instance;
-	uint32_t kind;
+	uint32_t stat;
 	uint32_t blocks;
+};
+
+/* The layout of the live set's slots, for the map's inline operations. */
+#define HOST_SHIFT MT_MAP_SHIFT(sizeof(struct host_block))
+#define HOST_VOFF  MT_MAP_VOFF(sizeof(struct host_block))
+
+/*
+ * The figures of one (stack, kind) that every event of it changes: one
+ * cache line, apart from the growth sums and floors (in struct
+ * mt_stack_stats, the cold part), which change only when a checkpoint passed.
+ */
+struct stat_hot {
+	uint64_t live_bytes, live_blocks;
+	uint64_t allocations, bytes_allocated;
+	uint64_t peak_bytes, peak_blocks;
+	uint64_t epoch;  /* the peak generation peak_* was last brought up to */
+	uint32_t synced; /* checkpoints.n the cold growth figures include */
+	uint32_t kind;
 };
 
 struct range {
@@ -70,6 +94,9 @@ struct range {
 
 struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
+	/* whose stat arrays the blocks' stat indices are in: the instance replayed, or the
+	 * parent a forked child's seed was copied from until the child takes it */
+	struct mt_instance_priv *owner;
 	struct range *ranges;
 	size_t nranges, cap;
 	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks */
@@ -86,8 +113,14 @@ struct mt_instance_priv {
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
-	struct mt_map stack_stats[MT_KIND_COUNT]; /* stack_instance << 32 | stack -> struct
-	                                             mt_stack_stats */
+	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold */
+	struct mt_map stat_index[MT_KIND_COUNT];
+	/* while replaying, the same for the instance's own stacks by id, + 1: no hashing */
+	struct mt_by_stack own_stat[MT_KIND_COUNT];
+	struct stat_hot *hot; /* 64-byte aligned */
+	/* the rest of each (stack, kind)'s figures; the hot ones copied in when shown */
+	struct mt_stack_stats *cold;
+	uint32_t nstats, stats_cap;
 	uint64_t epoch[MT_KIND_COUNT];
 	/* host + mmap bytes live before the last change of them, and whether the last
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
@@ -109,6 +142,9 @@ struct mt_instance_priv {
 	mt_u128 *cp_px;
 	uint32_t cp_cap;
 	uint32_t next_even; /* evenly spaced checkpoints taken so far */
+	/* the next one's ticks, UINT64_MAX after the last: a 128-bit division per event is
+	 * too dear to compute it each time */
+	uint64_t next_even_tick;
 	uint64_t even_start, even_end;
 	uint64_t samples_cap;
 	uint32_t marks_cap;
@@ -126,6 +162,7 @@ struct mt_replay {
 	struct mt_clock_fit fit;
 	struct mt_keyframes kf;
 	bool kf_read; /* kf is final: instances may point into it */
+	long cores;   /* online: with one, the feed's producer runs on the replay's thread */
 };
 
 /* ---- first pass ---- */
@@ -178,8 +215,10 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
 	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
-	for (int k = 0; k < MT_KIND_COUNT; k++)
-		mt_map_init(&in->priv->stack_stats[k], sizeof(struct mt_stack_stats));
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		mt_map_init(&in->priv->stat_index[k], sizeof(uint32_t));
+		mt_by_stack_init(&in->priv->own_stat[k]);
+	}
 	in->id = id;
 	if (r->kf_read)
 		in->priv->kf = mt_keyframes_of(&r->kf, id);
@@ -329,6 +368,29 @@ static int note_exec(struct mt_instance *in, const struct mt_record *rec)
 	p->exec_time = rec->time;
 	p->exec_offset = rec->offset;
 	return in->exec_path ? 0 : -ENOMEM;
+}
+
+/* What first_pass_record would make of the events mt_cursor_skim passed over, one by one. */
+static void first_pass_events(struct mt_replay *r, struct mt_instance *in, const struct mt_skim *s)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (!s->events)
+		return;
+	if (!p->have_last ||
+	    later(s->latest_time, s->latest_offset, p->last_time, p->last_offset)) {
+		p->last_time = s->latest_time;
+		p->last_offset = s->latest_offset;
+		p->have_last = true;
+	}
+	if (!in->records || s->first_time < p->first_time)
+		p->first_time = s->first_time;
+	if (s->last_time > in->end_time)
+		in->end_time = s->last_time;
+	in->records += s->events;
+	in->events += s->events;
+	r->stats.records += s->events;
+	r->stats.events += s->events;
 }
 
 static int first_pass_record(struct mt_replay *r, struct mt_instance *in,
@@ -507,6 +569,7 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		return -ENOMEM;
 	}
 	r->trace = trace;
+	r->cores = sysconf(_SC_NPROCESSORS_ONLN);
 	r->fit = trace->fit;
 	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
@@ -535,13 +598,20 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		if (!in->pid)
 			in->pid = c.chunk.pid;
 		c.skim_events = true; /* events are replayed in the second pass */
-		while ((ret = mt_cursor_next(&c, rec, err)) > 0) {
+		for (;;) {
+			struct mt_skim sk;
+			int more = mt_cursor_skim(&c, &sk, rec, err);
+			first_pass_events(r, in, &sk);
+			if (more <= 0) {
+				ret = more;
+				break;
+			}
 			if (copied && mt_key_is_definition(rec->type))
 				continue; /* the copy's were read */
-			ret = first_pass_record(r, in, rec);
-			if (ret < 0)
+			if ((ret = first_pass_record(r, in, rec)) < 0)
 				break;
 		}
+		mt_reader_release(trace, c.chunk.offset, c.chunk.avail); /* until the replay */
 	}
 	free(rec);
 	if (ret == -ENOMEM && err) {
@@ -582,9 +652,9 @@ static uint32_t series_pos(const struct mt_instance *in)
 }
 
 /* The floors of the windows of positions a .. b-1, where the stack held y bytes. */
-static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s)
+static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t y)
 {
-	const uint64_t n = in->series.n, y = s->live_bytes;
+	const uint64_t n = in->series.n;
 	uint32_t a = s->g_synced, b = series_pos(in);
 
 	if (b > n)
@@ -600,18 +670,18 @@ static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s)
 	s->g_synced = b;
 }
 
-/* Brings a stack's growth sums up to now: its live bytes held at every checkpoint since its last
- * sync. */
-static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
+/* Brings a stack's growth sums up to now: its live bytes, `live`, held at every checkpoint since
+ * its last sync. */
+static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t live)
 {
-	const mt_u128 y = s->live_bytes;
+	const mt_u128 y = live;
 	uint64_t a, b;
 
 	if (s->t_synced != in->checkpoints.n) {
 		a = s->t_synced;
 		b = in->checkpoints.n;
 		if (a == 0)
-			s->first_bytes = s->live_bytes;
+			s->first_bytes = live;
 		if (y) {
 			s->t_sy += y * (b - a);
 			s->t_sxy += y * (in->priv->cp_px[b] - in->priv->cp_px[a]);
@@ -630,7 +700,7 @@ static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s)
 		}
 		s->m_synced = (uint32_t)b;
 	}
-	sync_floors(in, s);
+	sync_floors(in, s, live);
 }
 
 /* A growth checkpoint at `ticks`: the live set as it is now. */
@@ -675,10 +745,12 @@ static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
 	struct mt_instance_priv *p = in->priv;
 	int ret;
 
-	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || even_tick(p, p->next_even) < key)) {
-		if ((ret = checkpoint(in, even_tick(p, p->next_even))) < 0)
+	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || p->next_even_tick < key)) {
+		if ((ret = checkpoint(in, p->next_even_tick)) < 0)
 			return ret;
 		p->next_even++;
+		p->next_even_tick = p->next_even < MT_EVEN_CHECKPOINTS ? even_tick(p, p->next_even)
+		                                                       : UINT64_MAX;
 	}
 	return 0;
 }
@@ -746,33 +818,102 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 	return 0;
 }
 
-static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-                  int64_t dbytes, int64_t dblocks, uint64_t allocs, uint64_t alloc_bytes)
+/* Room for one more (stack, kind): the hot array stays aligned to its cache lines. */
+static int stats_grow(struct mt_instance_priv *p)
+{
+	uint32_t cap = p->stats_cap ? p->stats_cap * 2 : 64;
+	struct stat_hot *hot;
+	void *cold;
+
+	if (cap <= p->stats_cap)
+		return -ENOMEM;
+	hot = aligned_alloc(64, (size_t)cap * sizeof(*hot));
+	cold = realloc(p->cold, (size_t)cap * sizeof(*p->cold));
+	if (cold)
+		p->cold = cold;
+	if (!hot || !cold) {
+		free(hot);
+		return -ENOMEM;
+	}
+	if (p->nstats)
+		memcpy(hot, p->hot, (size_t)p->nstats * sizeof(*hot));
+	free(p->hot);
+	p->hot = hot;
+	p->stats_cap = cap;
+	return 0;
+}
+
+/* The index of (stack_instance si, stack, kind)'s figures, made the first time it is met. */
+static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                   uint32_t *out)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct mt_kind_stats *k = &in->kind[kind];
+	uint64_t key = (uint64_t)si << 32 | stack, *own = NULL;
 	struct mt_stack_stats *s;
+	uint32_t *idx, i;
 	bool created;
 
-	s = mt_map_put(&p->stack_stats[kind], (uint64_t)si << 32 | stack, &created);
-	if (!s)
-		return -ENOMEM;
-	if (created) {
-		s->stack = stack;
-		s->stack_instance = si;
-		s->kind = kind;
-		s->epoch = p->epoch[kind];
-		/* nothing was live before: the checkpoints passed add nothing */
-		s->t_synced = in->checkpoints.n;
-		s->m_synced = in->nmarks;
-		/* but the floors of the windows passed do: nothing was live there */
-		for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
-			s->floor[w] = UINT64_MAX;
-		s->g_synced = 0;
+	if (si == in->id) {
+		if (!(own = mt_by_stack_at(&p->own_stat[kind], stack)))
+			return -ENOMEM;
+		if (*own) {
+			*out = (uint32_t)(*own - 1);
+			return 0;
+		}
 	}
-	if (s->t_synced != in->checkpoints.n || s->m_synced != in->nmarks ||
-	    s->g_synced != series_pos(in))
-		sync_growth(in, s);
+	idx = mt_map_put_small(&p->stat_index[kind], key, &created, MT_MAP_SHIFT(sizeof(*idx)),
+	                       MT_MAP_VOFF(sizeof(*idx)), sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	if (!created) {
+		if (own)
+			*own = (uint64_t)*idx + 1;
+		*out = *idx;
+		return 0;
+	}
+	if (p->nstats == p->stats_cap && stats_grow(p) < 0) {
+		mt_map_del(&p->stat_index[kind], key);
+		return -ENOMEM;
+	}
+	i = *idx = p->nstats++;
+	if (own)
+		*own = (uint64_t)i + 1;
+	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
+	s = &p->cold[i];
+	memset(s, 0, sizeof(*s));
+	s->stack = stack;
+	s->stack_instance = si;
+	s->kind = kind;
+	/* nothing was live before: the checkpoints passed add nothing */
+	s->t_synced = in->checkpoints.n;
+	s->m_synced = in->nmarks;
+	/* but the floors of the windows passed do: nothing was live there */
+	for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
+		s->floor[w] = UINT64_MAX;
+	s->g_synced = 0;
+	sync_growth(in, s, 0);
+	p->hot[i].synced = in->checkpoints.n;
+	*out = i;
+	return 0;
+}
+
+/*
+ * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
+ * checkpoints.n and moves every position the growth figures follow, so one
+ * comparison says whether its cold part is behind.
+ */
+static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_t dblocks,
+                      uint64_t allocs, uint64_t alloc_bytes)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct stat_hot *s = &p->hot[i];
+	enum mt_kind kind = (enum mt_kind)s->kind;
+	struct mt_kind_stats *k = &in->kind[kind];
+
+	if (s->synced != in->checkpoints.n) {
+		sync_growth(in, &p->cold[i], s->live_bytes);
+		s->synced = in->checkpoints.n;
+	}
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
 		s->peak_blocks = s->live_blocks;
@@ -803,36 +944,62 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
 			in->samples[in->nsamples - 1].traced_until_next = traced;
 	}
+}
+
+static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                  int64_t dbytes, int64_t dblocks, uint64_t allocs, uint64_t alloc_bytes)
+{
+	uint32_t i;
+	int ret = stat_of(in, kind, si, stack, &i);
+
+	if (ret < 0)
+		return ret;
+	adjust_at(in, i, dbytes, dblocks, allocs, alloc_bytes);
 	return 0;
+}
+
+/* The cold part of stat i with its hot figures copied in: what callers see. */
+static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32_t i)
+{
+	const struct stat_hot *h = &p->hot[i];
+	struct mt_stack_stats *s = &p->cold[i];
+
+	s->live_bytes = h->live_bytes;
+	s->live_blocks = h->live_blocks;
+	s->allocations = h->allocations;
+	s->bytes_allocated = h->bytes_allocated;
+	s->peak_bytes = h->peak_bytes;
+	s->peak_blocks = h->peak_blocks;
+	s->epoch = h->epoch;
+	return s;
 }
 
 static void finish_stack_stats(struct mt_instance *in)
 {
-	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
-		struct mt_map *m = &in->priv->stack_stats[kind];
-		uint64_t key;
-		void *v;
-		for (size_t i = 0; mt_map_next(m, &i, &key, &v);) {
-			struct mt_stack_stats *s = v;
-			sync_growth(in, s);
-			if (s->epoch != in->priv->epoch[kind]) {
-				s->peak_bytes = s->live_bytes;
-				s->peak_blocks = s->live_blocks;
-				s->epoch = in->priv->epoch[kind];
-			}
+	struct mt_instance_priv *p = in->priv;
+
+	for (uint32_t i = 0; i < p->nstats; i++) {
+		struct stat_hot *s = &p->hot[i];
+		sync_growth(in, &p->cold[i], s->live_bytes);
+		s->synced = in->checkpoints.n;
+		if (s->epoch != p->epoch[s->kind]) {
+			s->peak_bytes = s->live_bytes;
+			s->peak_blocks = s->live_blocks;
+			s->epoch = p->epoch[s->kind];
 		}
 	}
 }
 
 /* ---- live set ---- */
 
-static struct live *live_new(void)
+static struct live *live_new(struct mt_instance_priv *owner)
 {
 	struct live *l = calloc(1, sizeof(*l));
 
 	if (l) {
 		mt_map_init(&l->host, sizeof(struct host_block));
 		mt_heap_pages_init(&l->pages);
+		l->owner = owner;
 	}
 	return l;
 }
@@ -853,6 +1020,7 @@ static struct live *live_copy(const struct live *src)
 
 	if (!l)
 		return NULL;
+	l->owner = src->owner;
 	if (mt_map_copy(&l->host, &src->host) < 0 || mt_heap_pages_copy(&l->pages, &src->pages) < 0)
 		goto fail;
 	if (src->nranges) {
@@ -980,12 +1148,6 @@ static uint64_t page_round(uint64_t len)
 	return r < len ? len : r;
 }
 
-/*
- * Blocks of every kind but mmap live in one map by address: host, pinned
- * host and device addresses never overlap (CUDA's unified addressing). The
- * handles of the CUDA virtual-memory API are not addresses: they get the
- * top bit, which no user-space address has.
- */
 const char *mt_end_name(enum mt_end end)
 {
 	switch (end) {
@@ -1006,21 +1168,18 @@ const char *mt_end_name(enum mt_end end)
 	}
 }
 
-uint64_t mt_block_key(uint64_t fn, uint64_t addr)
-{
-	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
-}
-
 /* Whether the pages live host blocks touch are kept: not sampled (nor the ring's consumer). */
 static bool keeps_pages(const struct mt_instance *in)
 {
 	return !in->sampling && !in->priv->no_pages;
 }
 
-/* The bytes a live block stands for: its size, or in a sampled instance its expected weight. */
-static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b)
+/* The bytes a live block of `kind` stands for: its size, or in a sampled instance its expected
+ * weight. */
+static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b,
+                            enum mt_kind kind)
 {
-	return in->sampling && b->kind == MT_KIND_HOST
+	return in->sampling && kind == MT_KIND_HOST
 	               ? mt_sampling_weight(in->sampling, b->size, 0).bytes
 	               : b->size;
 }
@@ -1028,17 +1187,20 @@ static uint64_t block_bytes(const struct mt_instance *in, const struct host_bloc
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block copy;
+	enum mt_kind kind;
 
-	*found = mt_map_take(&l->host, addr, &copy);
+	*found = mt_map_take_small(&l->host, addr, &copy, HOST_SHIFT, HOST_VOFF, sizeof(copy));
 	if (!*found)
 		return 0;
-	l->removed_kind = copy.kind;
+	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
+	l->removed_kind = kind;
 	l->removed_size = copy.size;
 	l->removed_blocks = copy.blocks;
-	if (copy.kind == MT_KIND_HOST && keeps_pages(in))
+	if (kind == MT_KIND_HOST && keeps_pages(in))
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
-	return adjust(in, (enum mt_kind)copy.kind, copy.stack_instance, copy.stack,
-	              -(int64_t)block_bytes(in, &copy), -(int64_t)copy.blocks, 0, 0);
+	adjust_at(in, copy.stat, -(int64_t)block_bytes(in, &copy, kind), -(int64_t)copy.blocks, 0,
+	          0);
+	return 0;
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
@@ -1050,140 +1212,68 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
 	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
+	uint32_t stat;
 	bool created;
 	int ret;
 
-	b = mt_map_put(&l->host, addr, &created);
+	b = mt_map_put_small(&l->host, addr, &created, HOST_SHIFT, HOST_VOFF, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		if (b->kind == MT_KIND_HOST && keeps_pages(in))
+		enum mt_kind old = (enum mt_kind)in->priv->hot[b->stat].kind;
+		if (old == MT_KIND_HOST && keeps_pages(in))
 			mt_heap_pages_remove(&l->pages, addr, b->size);
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack,
-		             -(int64_t)block_bytes(in, b), -(int64_t)b->blocks, 0, 0);
-		if (ret < 0)
-			return ret;
+		adjust_at(in, b->stat, -(int64_t)block_bytes(in, b, old), -(int64_t)b->blocks, 0,
+		          0);
 	}
+	if ((ret = stat_of(in, kind, in->id, (uint32_t)stack, &stat)) < 0)
+		return ret;
 	b->size = size;
 	b->blocks = w.blocks;
-	b->stack = (uint32_t)stack;
-	b->stack_instance = in->id;
-	b->kind = kind;
+	b->stat = stat;
 	if (kind == MT_KIND_HOST && keeps_pages(in) &&
 	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
 		return ret;
-	return adjust(in, kind, in->id, (uint32_t)stack, (int64_t)w.bytes, w.blocks, w.blocks,
-	              w.bytes);
+	adjust_at(in, stat, (int64_t)w.bytes, w.blocks, w.blocks, w.bytes);
+	return 0;
 }
 
 /* ---- second pass ---- */
 
-struct stream {
-	struct thread *th;
-	size_t next_chunk;
-	struct mt_cursor cur;
-	struct mt_record rec;
-	uint64_t key;
-	int phase; /* 0: the t0 half of realloc/mremap is due; 1: the record at its time */
-	bool mremap_tracked;
-	const struct mt_key_thread *resume; /* a keyframe holds the records before it */
-};
-
-static bool two_phase(const struct mt_record *rec)
-{
-	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
-	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
-}
-
 /*
- * Whether the keyframe the replay started from holds this record: 1 whole,
- * 0 not at all, -1 its first half (the old block of a realloc or mremap).
+ * The records are decoded on another core when there is one, for an
+ * instance with this many events: a thread's start costs more than a
+ * short process's decoding.
  */
-static int held(struct stream *s)
-{
-	const struct mt_key_thread *k = s->resume;
-	uint64_t off = s->rec.offset - s->cur.chunk.offset;
+#define FEED_THREAD_EVENTS (1u << 16)
+/* How many units ahead the blocks they name are fetched into the cache: a few cache misses'
+ * worth of the replay's work, and less than the feed keeps made ahead. */
+#define PREFETCH_AHEAD 16
 
-	if (s->cur.chunk.seq < k->seq || (s->cur.chunk.seq == k->seq && off < k->offset))
-		return 1;
-	s->resume = NULL; /* the rest of the thread is not held */
-	return s->cur.chunk.seq == k->seq && off == k->offset && k->phase && two_phase(&s->rec) ? -1
-	                                                                                        : 0;
-}
-
-/* Next record of a thread, across its chunks: 1, 0 at its end, < 0 error. */
-static int stream_advance(struct mt_replay *r, struct stream *s, struct mt_error *err)
+/* The live block a unit will look up, fetched into the cache before it does. */
+static void prefetch(const struct mt_instance_priv *p, const struct mt_unit *u)
 {
-	for (;;) {
-		int ret = mt_cursor_next(&s->cur, &s->rec, err), part = 0;
-		if (ret < 0)
-			return ret;
-		if (ret > 0 && s->resume && (part = held(s)) == 1)
-			continue;
-		if (ret > 0) {
-			s->phase = two_phase(&s->rec) && part == 0 ? 0 : 1;
-			s->key = s->phase == 0
-			                 ? (s->rec.type == MT_REC_REALLOC ? s->rec.u.realloc.t0
-			                                                  : s->rec.u.mremap.t0)
-			                 : s->rec.time;
-			return 1;
-		}
-		if (s->next_chunk >= s->th->n)
-			return 0;
-		if (s->resume &&
-		    r->trace->slots[s->th->chunks[s->next_chunk]].seq < s->resume->seq) {
-			s->next_chunk++; /* held whole by the keyframe */
-			continue;
-		}
-		ret = mt_cursor_init(&s->cur, r->trace, s->th->chunks[s->next_chunk++], err);
-		if (ret < 0)
-			return ret;
-	}
-}
-
-static bool before(const struct stream *a, const struct stream *b)
-{
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->rec.offset != b->rec.offset)
-		return a->rec.offset < b->rec.offset;
-	return a->phase < b->phase;
-}
-
-static void heap_down(struct stream **h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < n && before(h[l], h[m]))
-			m = l;
-		if (l + 1 < n && before(h[l + 1], h[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		struct stream *t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
-	}
-}
-
-static void heap_up(struct stream **h, size_t i)
-{
-	while (i > 0 && before(h[i], h[(i - 1) / 2])) {
-		struct stream *t = h[i];
-		h[i] = h[(i - 1) / 2];
-		h[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
+	if (u->flags & MT_UNIT_WHOLE)
+		return;
+	switch (u->type) {
+	case MT_REC_ALLOC:
+	case MT_REC_FREE:
+		mt_map_prefetch(&p->live->host, mt_block_key(u->fn, u->addr));
+		break;
+	case MT_REC_REALLOC:
+		mt_map_prefetch(&p->live->host, u->flags & MT_UNIT_FIRST_HALF ? u->old : u->addr);
+		break;
 	}
 }
 
 /*
- * Applies one record (phase 0: the first half of a two-phase one) at
- * `key`; *mremap_tracked carries an mremap's first half to its second.
+ * Applies a record at `key`, or the first half of a realloc or mremap when
+ * first_half; *tracked carries whether an mremap's first half found a
+ * mapping of ours from one half to the other.
  */
-static int apply(struct mt_instance *in, const struct mt_record *rec, int phase, uint64_t key,
-                 bool *mremap_tracked)
+static int apply(struct mt_instance *in, const struct mt_record *rec, uint64_t key, bool first_half,
+                 bool *tracked)
 {
 	struct live *l = in->priv->live;
 	uint64_t removed;
@@ -1211,7 +1301,7 @@ static int apply(struct mt_instance *in, const struct mt_record *rec, int phase,
 			in->kind[rec->u.free.kind].unknown_frees++;
 		return ret;
 	case MT_REC_REALLOC:
-		if (phase == 0) {
+		if (first_half) {
 			ret = host_remove(in, l, rec->u.realloc.old, &found);
 			if (found)
 				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
@@ -1256,20 +1346,20 @@ static int apply(struct mt_instance *in, const struct mt_record *rec, int phase,
 			in->kind[MT_KIND_MMAP].frees++;
 		return ret;
 	case MT_REC_MREMAP:
-		if (phase == 0) {
+		if (first_half) {
 			ret = ranges_remove(in, l, rec->u.mremap.old,
 			                    page_round(rec->u.mremap.old_len), &removed);
 			/* a file mapping moved: not ours before, not ours after */
-			*mremap_tracked = removed != 0;
+			*tracked = removed != 0;
 			return ret;
 		}
-		if (*mremap_tracked)
+		if (*tracked)
 			ret = ranges_add(in, l, rec->u.mremap.addr, rec->u.mremap.len,
 			                 (uint32_t)rec->u.mremap.stack, in->id, false,
 			                 rec->u.mremap.len > rec->u.mremap.old_len
 			                         ? rec->u.mremap.len - rec->u.mremap.old_len
 			                         : 0);
-		*mremap_tracked = false;
+		*tracked = false;
 		return ret;
 	case MT_REC_SAMPLE:
 		in->sample_count++;
@@ -1297,14 +1387,18 @@ static int seed_child(struct mt_instance *in)
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
 		struct host_block *b = v;
-		uint64_t bytes = block_bytes(in, b);
-		ret = adjust(in, (enum mt_kind)b->kind, b->stack_instance, b->stack, (int64_t)bytes,
-		             b->blocks, 0, 0);
+		/* the parent's figures name the block's stack; the child's own take it from here */
+		const struct mt_stack_stats *from = &seed->owner->cold[b->stat];
+		enum mt_kind kind = from->kind;
+		uint64_t bytes = block_bytes(in, b, kind);
+		ret = stat_of(in, kind, from->stack_instance, from->stack, &b->stat);
 		if (ret < 0)
 			return ret;
-		in->kind[b->kind].inherited_bytes += bytes;
-		in->kind[b->kind].inherited_blocks += b->blocks;
+		adjust_at(in, b->stat, (int64_t)bytes, b->blocks, 0, 0);
+		in->kind[kind].inherited_bytes += bytes;
+		in->kind[kind].inherited_blocks += b->blocks;
 	}
+	seed->owner = p;
 	for (size_t i = 0; i < seed->nranges; i++) {
 		struct range *rg = &seed->ranges[i];
 		ret = adjust(in, MT_KIND_MMAP, rg->stack_instance, rg->stack, (int64_t)rg->len, 1,
@@ -1347,20 +1441,22 @@ static int load_keyframe(struct mt_instance *in, const struct mt_keyframe *kf)
 	for (uint64_t i = 0; i < kf->nblocks; i++) {
 		const struct mt_key_block *kb = &kf->blocks[i];
 		struct host_block *b;
+		uint32_t stat;
 		bool created;
 
-		b = mt_map_put(&l->host, kb->addr, &created);
-		if (!b)
-			return -ENOMEM;
-		*b = (struct host_block){kb->size, kb->stack, kb->stack_instance, kb->kind,
-		                         kb->blocks};
-		if (kb->kind == MT_KIND_HOST && !in->sampling &&
-		    (ret = mt_heap_pages_add(&l->pages, kb->addr, kb->size)) < 0)
-			return ret;
-		ret = adjust(in, (enum mt_kind)kb->kind, kb->stack_instance, kb->stack,
-		             (int64_t)block_bytes(in, b), kb->blocks, 0, 0);
+		ret = stat_of(in, (enum mt_kind)kb->kind, kb->stack_instance, kb->stack, &stat);
 		if (ret < 0)
 			return ret;
+		b = mt_map_put_small(&l->host, kb->addr, &created, HOST_SHIFT, HOST_VOFF,
+		                     sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		*b = (struct host_block){kb->size, stat, kb->blocks};
+		if (kb->kind == MT_KIND_HOST && keeps_pages(in) &&
+		    (ret = mt_heap_pages_add(&l->pages, kb->addr, kb->size)) < 0)
+			return ret;
+		adjust_at(in, stat, (int64_t)block_bytes(in, b, (enum mt_kind)kb->kind), kb->blocks,
+		          0, 0);
 	}
 	for (uint64_t i = 0; i < kf->nranges; i++) {
 		const struct mt_key_block *kr = &kf->ranges[i];
@@ -1375,13 +1471,13 @@ static int load_keyframe(struct mt_instance *in, const struct mt_keyframe *kf)
 	}
 	for (uint64_t i = 0; i < kf->nstacks; i++) {
 		const struct mt_key_stack *ks = &kf->stacks[i];
-		struct mt_stack_stats *s;
-		/* no change: makes the stack's entry if it holds nothing now */
-		ret = adjust(in, (enum mt_kind)ks->kind, ks->stack_instance, ks->stack, 0, 0, 0, 0);
+		struct stat_hot *s;
+		uint32_t stat;
+		/* makes the stack's entry if it holds nothing now */
+		ret = stat_of(in, (enum mt_kind)ks->kind, ks->stack_instance, ks->stack, &stat);
 		if (ret < 0)
 			return ret;
-		s = mt_map_get(&p->stack_stats[ks->kind],
-		               (uint64_t)ks->stack_instance << 32 | ks->stack);
+		s = &p->hot[stat];
 		s->allocations = ks->allocations;
 		s->bytes_allocated = ks->bytes_allocated;
 		/* the peak's figures stand until the window makes a new peak of the kind */
@@ -1405,9 +1501,13 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
                            const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct stream *streams = NULL, **heap = NULL;
+	struct mt_feed_stream *streams = NULL;
+	struct mt_feed *feed = NULL;
+	const struct mt_unit *u;
+	const struct mt_record *rec;
 	struct mt_instance **children = NULL;
-	size_t nheap = 0, nchildren = 0, next_child = 0;
+	bool *tracked = NULL;
+	size_t nchildren = 0, next_child = 0;
 	int ret = -ENOMEM;
 
 	p->fit = &r->fit;
@@ -1421,6 +1521,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	in->series.n = in->series.marks ? in->marks_total : MT_EVEN_CHECKPOINTS;
 	in->series.start_ns = mt_clock_ns(&r->fit, p->even_start);
 	in->series.end_ns = mt_clock_ns(&r->fit, p->even_end);
+	p->next_even_tick = even_tick(p, 0);
 	if (p->seed && !p->kf) {
 		ret = seed_child(in);
 		if (ret < 0)
@@ -1428,14 +1529,14 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	} else {
 		live_free(p->seed);
 		p->seed = NULL;
-		p->live = live_new();
+		p->live = live_new(p);
 		if (!p->live || (p->kf && (ret = load_keyframe(in, p->kf)) < 0))
 			goto out;
 	}
 	children = calloc(p->nchildren + 1, sizeof(*children));
 	streams = calloc(p->nthreads + 1, sizeof(*streams));
-	heap = calloc(p->nthreads + 1, sizeof(*heap));
-	if (!children || !streams || !heap)
+	tracked = calloc(p->nthreads + 1, sizeof(*tracked));
+	if (!children || !streams || !tracked)
 		goto out;
 	for (uint32_t i = 0; i < p->nchildren; i++) {
 		struct mt_instance *c = &r->instances[p->children[i]];
@@ -1446,29 +1547,26 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 		qsort(children, nchildren, sizeof(*children), cmp_child);
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
-		struct stream *s = &streams[t];
-		s->th = &p->threads[t];
-		s->cur.done = true;
+		streams[t] = (struct mt_feed_stream){p->threads[t].chunks, p->threads[t].n, NULL};
 		for (uint64_t k = 0; p->kf && k < p->kf->nthreads; k++)
-			if (p->kf->threads[k].tid == s->th->tid)
-				s->resume = &p->kf->threads[k];
-		ret = stream_advance(r, s, err);
-		if (ret < 0)
-			goto out;
-		if (ret > 0) {
-			heap[nheap] = s;
-			heap_up(heap, nheap++);
-		}
+			if (p->kf->threads[k].tid == p->threads[t].tid)
+				streams[t].resume = &p->kf->threads[k];
 	}
-	ret = 0;
-	while (nheap > 0) {
-		struct stream *s = heap[0];
+	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads,
+	                    in->events >= FEED_THREAD_EVENTS && r->cores > 1);
+	if (ret < 0)
+		goto out;
+	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
+		const struct mt_unit *ahead = mt_feed_peek(feed, PREFETCH_AHEAD);
+		uint64_t key = mt_unit_key(u);
+		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
-		ret = even_checkpoints(in, s->key, false);
-		if (ret < 0)
+		if (ahead)
+			prefetch(p, ahead);
+		if (p->next_even_tick < key && (ret = even_checkpoints(in, key, false)) < 0)
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
-		while (next_child < nchildren && children[next_child]->start_time < s->key) {
+		while (next_child < nchildren && children[next_child]->start_time < key) {
 			live_free(children[next_child]->priv->seed);
 			children[next_child]->priv->seed = live_copy(p->live);
 			if (!children[next_child++]->priv->seed) {
@@ -1476,30 +1574,18 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
-		if (cb && cb->before && (ret = cb->before(ctx, in, &s->rec, s->key)) != 0)
+		if (cb && cb->before && (ret = cb->before(ctx, in, rec, key)) != 0)
 			goto out;
-		ret = apply(in, &s->rec, s->phase, s->key, &s->mremap_tracked);
+		ret = apply(in, rec, key, first_half, &tracked[u->stream]);
 		if (ret < 0)
 			goto out;
-		if (s->phase == 0) {
-			s->phase = 1;
-			s->key = s->rec.time;
-			heap_down(heap, nheap, 0);
+		if (first_half)
 			continue;
-		}
-		if (cb && cb->record) {
-			ret = cb->record(ctx, in, &s->rec);
-			if (ret)
-				goto out;
-		}
-		ret = stream_advance(r, s, err);
-		if (ret < 0)
+		if (cb && cb->record && (ret = cb->record(ctx, in, rec)) != 0)
 			goto out;
-		if (ret == 0)
-			heap[0] = heap[--nheap];
-		heap_down(heap, nheap, 0);
-		ret = 0;
 	}
+	if (ret < 0)
+		goto out;
 	for (; next_child < nchildren; next_child++) {
 		live_free(children[next_child]->priv->seed);
 		children[next_child]->priv->seed = live_copy(p->live);
@@ -1520,11 +1606,14 @@ out:
 		err->offset = 0;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 	}
+	mt_feed_stop(feed);
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		mt_by_stack_free(&p->own_stat[k]); /* a cache of stat_index, for the replay only */
 	live_free(p->live);
 	p->live = NULL;
 	free(children);
 	free(streams);
-	free(heap);
+	free(tracked);
 	return ret;
 }
 
@@ -1574,8 +1663,12 @@ void mt_replay_free(struct mt_replay *r)
 		for (uint32_t t = 0; t < p->nthreads; t++)
 			free(p->threads[t].chunks);
 		free(p->threads);
-		for (int k = 0; k < MT_KIND_COUNT; k++)
-			mt_map_free(&p->stack_stats[k]);
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			mt_map_free(&p->stat_index[k]);
+			mt_by_stack_free(&p->own_stat[k]);
+		}
+		free(p->hot);
+		free(p->cold);
 		live_free(p->live);
 		live_free(p->seed);
 		free(p->children);
@@ -1668,12 +1761,10 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		struct mt_block b = {key,
-		                     block_bytes(in, h),
-		                     h->stack,
-		                     h->stack_instance,
-		                     (enum mt_kind)h->kind,
-		                     h->blocks,
+		const struct mt_stack_stats *s = &l->owner->cold[h->stat];
+		struct mt_block b = {key,      block_bytes(in, h, s->kind),
+		                     s->stack, s->stack_instance,
+		                     s->kind,  h->blocks,
 		                     h->size};
 		if ((ret = fn(ctx, &b)))
 			return ret;
@@ -1696,8 +1787,8 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 		uint64_t key;
 		void *v;
 		int ret;
-		for (size_t i = 0; mt_map_next(&in->priv->stack_stats[kind], &i, &key, &v);)
-			if ((ret = fn(ctx, v)))
+		for (size_t i = 0; mt_map_next(&in->priv->stat_index[kind], &i, &key, &v);)
+			if ((ret = fn(ctx, stat_view(in->priv, *(uint32_t *)v))))
 				return ret;
 	}
 	return 0;
@@ -1747,7 +1838,7 @@ int mt_replay_stream_begin(struct mt_instance *in, const struct mt_instance *par
 		p->seed = live_copy(parent->priv->live);
 		return p->seed ? seed_child(in) : -ENOMEM;
 	}
-	p->live = live_new();
+	p->live = live_new(p);
 	return p->live ? 0 : -ENOMEM;
 }
 
@@ -1759,7 +1850,7 @@ bool mt_replay_stream_begun(const struct mt_instance *in)
 int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, int phase,
                            uint64_t key, bool *mremap_tracked)
 {
-	return apply(in, rec, phase, key, mremap_tracked);
+	return apply(in, rec, key, phase == 0, mremap_tracked);
 }
 
 void mt_replay_stream_peaks(struct mt_instance *in)
@@ -1769,7 +1860,8 @@ void mt_replay_stream_peaks(struct mt_instance *in)
 
 bool mt_replay_two_phase(const struct mt_record *rec)
 {
-	return two_phase(rec);
+	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
+	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
 }
 
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id)

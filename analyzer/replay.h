@@ -280,8 +280,16 @@ static inline bool mt_kind_shown(const struct mt_instance *in, unsigned k)
 /* "exit", "exec", "exec-untraced", "stopped" or "killed". */
 const char *mt_end_name(enum mt_end end);
 
-/* The key of a block in the live set: its address, or a tagged CUDA handle. */
-uint64_t mt_block_key(uint64_t fn, uint64_t addr);
+/*
+ * The key of a block in the live set. Blocks of every kind but mmap live in
+ * one map by address: host, pinned host and device addresses never overlap
+ * (CUDA's unified addressing). The handles of the CUDA virtual-memory API
+ * are not addresses: they get the top bit, which no user-space address has.
+ */
+static inline uint64_t mt_block_key(uint64_t fn, uint64_t addr)
+{
+	return fn == MT_FN_CU_MEM_CREATE || fn == MT_FN_CU_MEM_RELEASE ? addr | 1ull << 63 : addr;
+}
 
 struct mt_replay;
 

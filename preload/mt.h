@@ -40,6 +40,7 @@ struct mt_thread {
 	uint8_t *base;                /* the chunk's mapping, NULL when none */
 	uint64_t time;                /* time register: last record's time */
 	uint64_t addr;                /* address register: last address written, ^ MT_ADDR_MASK */
+	uint32_t stack;               /* stack register: the last short malloc's stack */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
 	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
@@ -69,7 +70,7 @@ MT_HIDDEN extern struct mt_live *mt_live;
 #define mt_state (mt_live->state)
 
 struct mt_config {
-	char output[4096];         /* the path as configured, %p not yet expanded */
+	char output[4096];         /* the path as configured, %p, %r, %h not yet expanded */
 	unsigned depth;            /* frames per stack */
 	unsigned interval_ms;      /* sampler period; 0 = no sampler */
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
@@ -279,6 +280,16 @@ static inline uint8_t *mt_room(size_t need)
 static inline void mt_commit_small(uint8_t *rec, uint8_t type, uint8_t *end)
 {
 	rec[1] = (uint8_t)(end - rec - 2);
+	atomic_store_explicit((_Atomic uint8_t *)rec, type, memory_order_release);
+	mt_self.pos = end;
+}
+
+/*
+ * A short record (trace-format.h): its fields at rec + 1 and ending at end,
+ * no length. The type byte is a release store, as in mt_commit_small.
+ */
+static inline void mt_commit_short(uint8_t *rec, uint8_t type, uint8_t *end)
+{
 	atomic_store_explicit((_Atomic uint8_t *)rec, type, memory_order_release);
 	mt_self.pos = end;
 }
@@ -515,6 +526,8 @@ static inline bool mt_sample_forget(void *p)
 
 /* reach.c: at a normal exit, the live blocks classified (REACH records). */
 MT_HIDDEN void mt_reach_at_exit(void);
+/* Slow path (writer.c): a chunk was claimed at off, for the copy to read back. */
+MT_HIDDEN void mt_reach_note_chunk(uint64_t off);
 
 /*
  * own.c: memtrace's own anonymous mappings (read-write, MAP_FAILED when

@@ -16,8 +16,10 @@
  *
  *     u8 type | uleb128 payload length | payload
  *
- * and its type byte is stored last, so a zero type means "nothing more in
- * this chunk": what a killed process leaves behind stays readable.
+ * except the short records of the hot path (malloc and free: a type byte
+ * and their fields, no length), and its type byte is stored last, so a zero
+ * type means "nothing more in this chunk": what a killed process leaves
+ * behind stays readable.
  */
 #ifndef MEMTRACE_TRACE_FORMAT_H
 #define MEMTRACE_TRACE_FORMAT_H
@@ -25,10 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MT_FILE_MAGIC     "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION 3
-#define MT_FORMAT_OLDEST                                                                           \
-	2 /* still read: its chunk headers have no seq (file order is claim order) */
+/* 3 added the short records; 4 the chunk seq, the header's ring fields and the ring's records */
+#define MT_FILE_MAGIC       "MEMTRACE" /* 8 bytes, no terminator in the file */
+#define MT_FORMAT_VERSION   4
+#define MT_FORMAT_OLDEST    2 /* the oldest version a reader of this one reads */
 #define MT_HEADER_SIZE      4096u
 #define MT_CHUNK_UNIT       4096u          /* chunks start and end on multiples of it */
 #define MT_CHUNK_SIZE_FIRST MT_CHUNK_UNIT  /* a thread's first chunk */
@@ -54,7 +56,7 @@ struct mt_file_header {
 	/* atomic: the end of the file as writers extended it (each raises it after
 	 * its posix_fallocate); a file shorter than this was cut */
 	uint64_t extended;
-	/* version 3: */
+	/* version 4 (before it the rest of the page is zero): */
 	uint64_t next_seq; /* atomic: the sequence number of the next chunk claimed */
 	/* the ring (docs/architecture.md): 0 none; else the bytes of chunks the file
 	 * keeps to, reusing extents the consumer gave back through free_head */
@@ -112,11 +114,11 @@ struct mt_chunk_header {
 	 * when the writer gives the chunk up (full, or its thread ended); 0 while
 	 * it is in use, so a killed or running writer's last chunk is not checked */
 	uint32_t crc32c;
-	/* version 3: the claim's place in the run (header next_seq): a thread's
+	/* version 4: the claim's place in the run (header next_seq): a thread's
 	 * chunks in the order it wrote them, wherever the ring put them */
 	uint64_t seq;
 };
-#define MT_CHUNK_HEADER_V2 40u /* a version 2 chunk header: no seq */
+#define MT_CHUNK_HEADER_V3 40u /* a chunk header of versions 2 and 3: no seq */
 
 /*
  * Python frames of a PYSTACK record: at most this many, each written as
@@ -151,17 +153,36 @@ enum mt_record_type {
 	MT_REC_PYSTACK = 18,      /* an interned Python stack that STACK records name */
 	MT_REC_REACH = 19,        /* the exit's reachability scan: its moment and figures */
 	MT_REC_REACH_BLOCKS = 20, /* the addresses of the blocks of one reachability class */
-	/* written by the ring's consumer (memtrace run --ring) in chunks of instance 0: */
-	MT_REC_KEYFRAME = 21,    /* a process instance's figures at a moment; parts follow */
-	MT_REC_KEY_THREADS = 22, /* where each thread's records resume after it */
-	MT_REC_KEY_BLOCKS = 23,  /* live blocks of the keyframe */
-	MT_REC_KEY_RANGES = 24,  /* live anonymous mappings of the keyframe */
-	MT_REC_KEY_STACKS = 25,  /* per-stack totals and peak figures of the keyframe */
-	MT_REC_KEY_END = 26,     /* the keyframe is whole */
-	MT_REC_ROUND = 27,       /* the keyframes of one round are whole */
-	MT_REC_COPY = 28,        /* the records that follow are an instance's, copied */
+	/*
+	 * Short records (format 3): the type byte and the fields, no length, so
+	 * a malloc and a free cost a few bytes. A reader reads them as ALLOC of
+	 * malloc and FREE of free. Their stack is on the chunk's stack register.
+	 */
+	MT_REC_SHORT_MALLOC = 21,      /* dt, addr, size, zigzag stack - register */
+	MT_REC_SHORT_MALLOC_SAME = 22, /* dt, addr, size: the register's stack */
+	MT_REC_SHORT_FREE = 23,        /* dt, addr */
+	/* format 4: written by the ring's consumer (memtrace run --ring) in chunks of instance 0 */
+	MT_REC_KEYFRAME = 24,    /* a process instance's figures at a moment; parts follow */
+	MT_REC_KEY_THREADS = 25, /* where each thread's records resume after it */
+	MT_REC_KEY_BLOCKS = 26,  /* live blocks of the keyframe */
+	MT_REC_KEY_RANGES = 27,  /* live anonymous mappings of the keyframe */
+	MT_REC_KEY_STACKS = 28,  /* per-stack totals and peak figures of the keyframe */
+	MT_REC_KEY_END = 29,     /* the keyframe is whole */
+	MT_REC_ROUND = 30,       /* the keyframes of one round are whole */
+	MT_REC_COPY = 31,        /* the records that follow are an instance's, copied */
 	MT_REC_TYPE_COUNT
 };
+
+static inline int mt_record_is_short(unsigned type)
+{
+	return type >= MT_REC_SHORT_MALLOC && type <= MT_REC_SHORT_FREE;
+}
+
+/* The varints a short record's type byte is followed by. */
+static inline unsigned mt_short_fields(unsigned type)
+{
+	return type == MT_REC_SHORT_MALLOC ? 4 : type == MT_REC_SHORT_MALLOC_SAME ? 3 : 2;
+}
 
 /*
  * Which function made an event. For the malloc family and mmap the memory

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <memtrace/bytes.h>
+#include <memtrace/crc32c.h>
 
 #include "reader.h"
 #include "replay.h"
@@ -169,6 +170,9 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_PYSTACK] = tb_pystack(b, 5, 2, py, py_lasti);
 	off[MT_REC_REACH] = tb_reach(b, 5000170, MT_REACH_DONE, 0, 3, 1200, 1 << 20, 450000);
 	off[MT_REC_REACH_BLOCKS] = tb_reach_blocks(b, MT_REACH_INDIRECT, 3, reached);
+	off[MT_REC_SHORT_MALLOC] = tb_short_malloc(b, 5000180, 0x55560000, 24, 7);
+	off[MT_REC_SHORT_MALLOC_SAME] = tb_short_malloc(b, 5000190, 0x55560040, 300, 7);
+	off[MT_REC_SHORT_FREE] = tb_short_free(b, 5000200, 0x55560000);
 	off[MT_REC_KEYFRAME] = tb_keyframe(b, 4, 1, 5000100, 123, key_counts, 2, key_kinds);
 	off[MT_REC_KEY_THREADS] = tb_key_items(b, MT_REC_KEY_THREADS, 2, MT_KT_FIELDS, key_threads);
 	off[MT_REC_KEY_BLOCKS] = tb_key_items(b, MT_REC_KEY_BLOCKS, 2, MT_KB_FIELDS, key_blocks);
@@ -177,6 +181,14 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_KEY_END] = tb_key_end(b, 1, 4);
 	off[MT_REC_ROUND] = tb_round(b, 4, 5000100, 3, 1);
 	off[MT_REC_COPY] = tb_copy(b, 2, 77);
+}
+
+/* The type a reader gives a record written as type: a short one reads as ALLOC or FREE. */
+static unsigned read_as(unsigned type)
+{
+	if (!mt_record_is_short(type))
+		return type;
+	return type == MT_REC_SHORT_FREE ? MT_REC_FREE : MT_REC_ALLOC;
 }
 
 static void test_every_type(void)
@@ -200,7 +212,7 @@ static void test_every_type(void)
 	CHECK_EQ(c.chunk.base_ticks, 5000000);
 	for (type = 1; type < MT_REC_TYPE_COUNT; type++) {
 		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
-		CHECK_EQ(rec.type, type);
+		CHECK_EQ(rec.type, read_as(type));
 		CHECK_EQ(rec.offset, off[type]);
 		switch (type) {
 		case MT_REC_PROCESS:
@@ -351,6 +363,29 @@ static void test_every_type(void)
 			CHECK(!mt_reach_blocks_next(&rec, &pos, &addr));
 			break;
 		}
+		case MT_REC_SHORT_MALLOC: /* dt, 0x7f2000000000 down to 0x55560000, size, 0 + 7 */
+			CHECK_EQ(rec.length, 1 + 7 + 1 + 1);
+			CHECK_EQ(rec.time, 5000180);
+			CHECK_EQ(rec.u.alloc.fn, MT_FN_MALLOC);
+			CHECK_EQ(rec.u.alloc.addr, 0x55560000);
+			CHECK_EQ(rec.u.alloc.size, 24);
+			CHECK_EQ(rec.u.alloc.stack, 7);
+			CHECK_EQ(rec.u.alloc.kind, MT_KIND_HOST);
+			break;
+		case MT_REC_SHORT_MALLOC_SAME: /* no stack field: the register's */
+			CHECK_EQ(rec.length, 1 + 2 + 2);
+			CHECK_EQ(rec.time, 5000190);
+			CHECK_EQ(rec.u.alloc.addr, 0x55560040);
+			CHECK_EQ(rec.u.alloc.size, 300);
+			CHECK_EQ(rec.u.alloc.stack, 7);
+			break;
+		case MT_REC_SHORT_FREE:
+			CHECK_EQ(rec.length, 2);
+			CHECK_EQ(rec.time, 5000200);
+			CHECK_EQ(rec.u.free.fn, MT_FN_FREE);
+			CHECK_EQ(rec.u.free.addr, 0x55560000);
+			CHECK_EQ(rec.u.free.kind, MT_KIND_HOST);
+			break;
 		case MT_REC_KEYFRAME:
 			CHECK_EQ(rec.u.keyframe.round, 4);
 			CHECK_EQ(rec.u.keyframe.instance, 1);
@@ -472,15 +507,15 @@ static void test_header_errors(void)
 
 	tb_init(&b, CHUNK);
 	h = (struct mt_file_header *)b.buf;
-	h->version = 4;
+	h->version = 5;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
-	CHECK_STR(err.message, "trace format version 4 is newer than this memtrace reads (3)");
+	CHECK_STR(err.message, "trace format version 5 is newer than this memtrace reads (4)");
 	CHECK_EQ(err.offset, 8);
 	h->version = 1;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
 	CHECK_STR(err.message, "trace format version 1 is older than this memtrace reads (2); "
 	                       "read it with the memtrace that wrote it");
-	h->version = 3;
+	h->version = MT_FORMAT_VERSION;
 	h->byte_order = __builtin_bswap32(MT_BYTE_ORDER_MARK);
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
 	CHECK_EQ(err.offset, 20);
@@ -557,8 +592,12 @@ static void test_zero_type_and_unused_chunks(void)
 	tb_free_buf(&b);
 }
 
-/* Version 2 (40-byte chunk headers, no seq) still reads, in file order. */
-static void test_version2(void)
+/*
+ * Versions 2 and 3 (40-byte chunk headers, no seq) still read, in file
+ * order; 3 with its short records, the stack register begun again in each
+ * chunk.
+ */
+static void test_old_version(uint32_t version)
 {
 	static struct mt_record rec;
 	struct mt_error err = {0};
@@ -568,22 +607,42 @@ static void test_version2(void)
 	struct tb b;
 
 	tb_init(&b, CHUNK);
-	tb_version2(&b);
+	tb_version(&b, version);
 	tb_chunk(&b, 1, 100, 100, 1000);
 	tb_process(&b, 1001, 100, 1, 0, 0, "/p", "p", 1);
 	tb_alloc(&b, 1002, MT_FN_MALLOC, 0x1000, 10, 0);
+	if (version == 3)
+		tb_short_malloc(&b, 1003, 0x2000, 100, 5);
 	tb_chunk(&b, 1, 100, 100, 2000);
 	tb_alloc(&b, 2001, MT_FN_MALLOC, 0x3000, 30, 0);
+	if (version == 3) {
+		tb_short_malloc(&b, 2002, 0x4000, 7, 5);
+		tb_short_free(&b, 2003, 0x2000);
+	}
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
-	CHECK_EQ(t.chunk_header, MT_CHUNK_HEADER_V2);
+	CHECK_EQ(t.header.version, version);
+	CHECK_EQ(t.chunk_header, MT_CHUNK_HEADER_V3);
+	CHECK_EQ(t.header.ring_size, 0);
 	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
 	CHECK_EQ(c.chunk.seq, 1);
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
-	CHECK_EQ(rec.offset, MT_HEADER_SIZE + CHUNK + MT_CHUNK_HEADER_V2);
+	CHECK_EQ(rec.offset, MT_HEADER_SIZE + CHUNK + MT_CHUNK_HEADER_V3);
 	CHECK_EQ(rec.u.alloc.addr, 0x3000);
+	if (version == 3) {
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+		CHECK_EQ(rec.type, MT_REC_ALLOC);
+		CHECK_EQ(rec.u.alloc.fn, MT_FN_MALLOC);
+		CHECK_EQ(rec.u.alloc.addr, 0x4000);
+		CHECK_EQ(rec.u.alloc.size, 7);
+		CHECK_EQ(rec.u.alloc.stack, 5);
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+		CHECK_EQ(rec.type, MT_REC_FREE);
+		CHECK_EQ(rec.u.free.addr, 0x2000);
+	}
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
 	CHECK_EQ(mt_replay_open(&rp, &t, &err), 0);
 	CHECK_EQ(mt_replay_run(rp, NULL, NULL, &err), 0);
-	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_bytes, 40);
+	CHECK_EQ(mt_replay_instance(rp, 0)->kind[MT_KIND_HOST].live_bytes, version == 3 ? 47 : 40);
 	mt_replay_free(rp);
 	mt_reader_close(&t);
 	tb_free_buf(&b);
@@ -1039,6 +1098,68 @@ static void test_reach_records(void)
  * include/memtrace/bytes.h, the one reading of a byte count that
  * MEMTRACE_SAMPLING, memtrace run --sampling and check's limits share.
  */
+/*
+ * The stack register of short records: a step from the last short malloc's
+ * stack (up and down), untouched by a long ALLOC, 0 again in each chunk; a
+ * given-up chunk's checksum covers them; one that runs past the end of its
+ * chunk (not a cut file) is an error that names it.
+ */
+static void test_short_records(void)
+{
+	static const struct {
+		uint32_t stack;
+		uint8_t written_as;
+	} want[] = {{40, MT_REC_SHORT_MALLOC}, {40, MT_REC_SHORT_MALLOC_SAME},
+	            {9, MT_REC_ALLOC},         {3, MT_REC_SHORT_MALLOC},
+	            {40, MT_REC_SHORT_MALLOC}, {40, MT_REC_SHORT_MALLOC}};
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_chunk_header *ch;
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+	size_t off[6], second;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	off[0] = tb_short_malloc(&b, 1001, 0x1000, 16, 40);
+	off[1] = tb_short_malloc(&b, 1002, 0x1020, 16, 40);
+	off[2] = tb_alloc(&b, 1003, MT_FN_CALLOC, 0x1040, 16, 9);
+	off[3] = tb_short_malloc(&b, 1004, 0x1060, 16, 3);
+	off[4] = tb_short_malloc(&b, 1005, 0x1080, 16, 40);
+	ch = (struct mt_chunk_header *)(b.buf + b.chunk);
+	ch->crc32c = mt_crc32c(b.buf + b.chunk + sizeof(*ch), b.pos - b.chunk - sizeof(*ch));
+	tb_chunk(&b, 1, 100, 100, 2000);
+	second = b.chunk;
+	off[5] = tb_short_malloc(&b, 2001, 0x2000, 16, 40);
+	CHECK_EQ(b.buf[off[5]], MT_REC_SHORT_MALLOC); /* the register starts at 0 again */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	for (unsigned i = 0; i < 6; i++) {
+		if (i == 0 || i == 5)
+			CHECK_EQ(mt_cursor_init(&c, &t, i == 0 ? 0 : 1, &err), 1);
+		CHECK(!c.chunk.damaged);
+		CHECK_EQ(b.buf[off[i]], want[i].written_as);
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+		CHECK_EQ(rec.type, MT_REC_ALLOC);
+		CHECK_EQ(rec.offset, off[i]);
+		CHECK_EQ(rec.u.alloc.stack, want[i].stack);
+	}
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+
+	/* a size field that runs into the chunk's end: no zero byte stops it */
+	memset(b.buf + second + sizeof(*ch), 0xff, CHUNK - sizeof(*ch));
+	b.buf[second + sizeof(*ch)] = MT_REC_SHORT_MALLOC;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, second + sizeof(*ch));
+	CHECK_STR(err.message, "SHORT_MALLOC record: field 1 runs past the end of its chunk or is "
+	                       "not a valid varint");
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 static void test_parse_bytes(void)
 {
 	static const struct {
@@ -1078,6 +1199,38 @@ static void test_parse_bytes(void)
 	CHECK_EQ(mt_parse_bytes(NULL, &(uint64_t){0}), -EINVAL);
 }
 
+/*
+ * A SAMPLE of a writer that knew fewer values reads the rest as 0, unknown,
+ * even into a record that held a longer SAMPLE (or anything else) before.
+ */
+static void test_short_sample(void)
+{
+	uint64_t values[MT_SAMPLE_FIELD_COUNT];
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+
+	for (unsigned i = 0; i < MT_SAMPLE_FIELD_COUNT; i++)
+		values[i] = 1000 + i;
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 1, 1, 100);
+	tb_sample(&b, 200, 5000, values, MT_SAMPLE_FIELD_COUNT);
+	tb_sample(&b, 300, 6000, values, 10); /* the ten values of the first version */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.sample.values[MT_SAMPLE_FIELD_COUNT - 1], 1000 + MT_SAMPLE_FIELD_COUNT - 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.u.sample.n, 10);
+	CHECK_EQ(rec.u.sample.values[9], 1009);
+	for (unsigned i = 10; i < MT_SAMPLE_FIELD_COUNT; i++)
+		CHECK_EQ(rec.u.sample.values[i], 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 int main(void)
 {
 	test_clock_fit();
@@ -1086,11 +1239,14 @@ int main(void)
 	test_cut_records();
 	test_header_errors();
 	test_zero_type_and_unused_chunks();
-	test_version2();
+	test_old_version(2);
+	test_old_version(3);
 	test_seq_order();
 	test_corrupt_records();
 	test_python_frames();
 	test_reach_records();
+	test_short_records();
+	test_short_sample();
 	test_random_damage();
 	test_parse_bytes();
 	if (test_failures)

@@ -28,6 +28,7 @@ void tb_init(struct tb *b, uint32_t chunk_size)
 
 	memset(b, 0, sizeof(*b));
 	b->chunk_size = chunk_size;
+	b->version = MT_FORMAT_VERSION;
 	grow(b, MT_HEADER_SIZE);
 	memcpy(h.magic, MT_FILE_MAGIC, 8);
 	h.version = MT_FORMAT_VERSION;
@@ -53,7 +54,7 @@ void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pi
 	/* a chunk never written is all zeros, its size too */
 	struct mt_chunk_header ch = {
 	        magic, instance, pid, tid, base, base, magic ? b->chunk_size : 0, 0, b->seq++};
-	size_t hdr = b->version == 2 ? MT_CHUNK_HEADER_V2 : sizeof(ch);
+	size_t hdr = b->version < 4 ? MT_CHUNK_HEADER_V3 : sizeof(ch);
 	struct mt_file_header *h;
 
 	b->chunk = b->size;
@@ -61,18 +62,20 @@ void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pi
 	memcpy(b->buf + b->chunk, &ch, hdr);
 	h = (struct mt_file_header *)b->buf;
 	h->next_chunk = b->size;
-	h->next_seq = b->seq;
+	if (b->version >= 4)
+		h->next_seq = b->seq;
 	b->pos = b->chunk + hdr;
 	b->time = base;
 	b->addr = 0;
+	b->stack = 0;
 }
 
-void tb_version2(struct tb *b)
+void tb_version(struct tb *b, uint32_t version)
 {
 	struct mt_file_header *h = (struct mt_file_header *)b->buf;
 
-	b->version = 2;
-	h->version = 2;
+	b->version = version;
+	h->version = version;
 	memset((char *)h + offsetof(struct mt_file_header, next_seq), 0,
 	       sizeof(*h) - offsetof(struct mt_file_header, next_seq));
 }
@@ -203,6 +206,41 @@ size_t tb_free(struct tb *b, uint64_t t, uint64_t addr)
 	tb_u(b, MT_FN_FREE);
 	tb_addr(b, addr);
 	return tb_end(b, MT_REC_FREE);
+}
+
+/* A short record: the type byte and the payload built so far, no length. */
+static size_t short_end(struct tb *b, uint8_t type)
+{
+	size_t at = b->pos;
+
+	if (!b->chunk || b->pos + 1 + b->plen > b->chunk + b->chunk_size)
+		abort();
+	b->buf[b->pos] = type;
+	memcpy(b->buf + b->pos + 1, b->payload, b->plen);
+	b->pos += 1 + b->plen;
+	b->plen = 0;
+	return at;
+}
+
+size_t tb_short_malloc(struct tb *b, uint64_t t, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	uint64_t last = b->stack;
+
+	tb_dt(b, t);
+	tb_addr(b, addr);
+	tb_u(b, size);
+	b->stack = stack;
+	if (stack == last)
+		return short_end(b, MT_REC_SHORT_MALLOC_SAME);
+	tb_u(b, mt_zigzag((int64_t)(stack - last)));
+	return short_end(b, MT_REC_SHORT_MALLOC);
+}
+
+size_t tb_short_free(struct tb *b, uint64_t t, uint64_t addr)
+{
+	tb_dt(b, t);
+	tb_addr(b, addr);
+	return short_end(b, MT_REC_SHORT_FREE);
 }
 
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,

@@ -21,11 +21,11 @@ struct tb {
 	uint32_t chunk_size; /* of every chunk: a multiple of MT_CHUNK_UNIT */
 	size_t chunk;        /* offset of the chunk being written, 0 if none */
 	size_t pos;          /* next record's offset */
-	uint64_t time, addr;
+	uint64_t time, addr, stack;
 	uint8_t payload[16384];
 	size_t plen;
 	uint64_t seq;     /* the next chunk's */
-	uint32_t version; /* of the chunk headers written: MT_FORMAT_VERSION unless set to 2 */
+	uint32_t version; /* of the chunk headers written: MT_FORMAT_VERSION unless tb_version */
 };
 
 void tb_init(struct tb *b, uint32_t chunk_size);
@@ -34,8 +34,9 @@ void tb_free_buf(struct tb *b);
 void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pid, uint32_t tid,
                     uint64_t base);
 void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base);
-/* A version 2 trace: the file header says so, and chunk headers have no seq. */
-void tb_version2(struct tb *b);
+/* A version 2 or 3 trace: the file header says so and ends at `extended`, and chunk headers
+ * have no seq. Call before the first chunk. */
+void tb_version(struct tb *b, uint32_t version);
 
 /* Payload building, then tb_end writes type | length | payload; returns the record's offset. */
 void tb_u(struct tb *b, uint64_t v);
@@ -57,6 +58,10 @@ size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_lin
 size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size,
                 uint32_t stack);
 size_t tb_free(struct tb *b, uint64_t t, uint64_t addr);
+/* Short records, as the preload writes a malloc and a free: SHORT_MALLOC_SAME when the stack is
+ * the chunk's stack register, else SHORT_MALLOC with the step from it. */
+size_t tb_short_malloc(struct tb *b, uint64_t t, uint64_t addr, uint64_t size, uint32_t stack);
+size_t tb_short_free(struct tb *b, uint64_t t, uint64_t addr);
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,
                   uint64_t size, uint32_t stack);
 size_t tb_fail(struct tb *b, uint64_t t, unsigned fn, uint64_t size, uint32_t stack, uint32_t err);
@@ -75,7 +80,7 @@ size_t tb_reach(struct tb *b, uint64_t time, unsigned status, uint64_t detail, u
 /* A REACH_BLOCKS of class cls naming addr[0..n), deltas on the record's own register. */
 size_t tb_reach_blocks(struct tb *b, unsigned cls, uint32_t n, const uint64_t *addr);
 
-/* The ring consumer's records (docs/trace-format.md, 21 to 28). */
+/* The ring consumer's records (docs/trace-format.md, 24 to 31). */
 /* kinds: nkinds x 11 values, in the record's order (kind, allocations, ... inherited_blocks) */
 #define TB_KIND_VALUES 11
 size_t tb_keyframe(struct tb *b, uint64_t round, uint32_t instance, uint64_t time, uint64_t events,

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The feed (see feed.h): a producer that decodes and merges, a ring of
+ * units, and the replay's side that turns a unit back into a record.
+ *
+ * The ring is single-producer, single-consumer. Each side keeps its own
+ * index and publishes it to the other now and then (tail_pub, head_pub),
+ * so a unit costs neither side an atomic operation. A side that finds the
+ * ring empty (the replay) or full (the producer) sleeps on a condition
+ * variable, and the other wakes it when it publishes; see wait_for.
+ *
+ * Besides records the ring carries two units of the feed's own: CHUNK says
+ * that a thread's next records come from another chunk, whose header the
+ * next slot holds (the replay's copy of that thread's chunk header, which
+ * every record of the thread points to, changes; the file's page is not
+ * read again after the producer let it go), ERROR that a thread's next
+ * record cannot be read, at the
+ * point in replay order where reading it one record at a time finds out:
+ * after the record before it was applied.
+ *
+ * May not: print; let the producer's thread touch anything but the trace,
+ * the ring and the producer's own state.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feed.h"
+#include "keyframes.h"
+
+#define RING          4096u /* units: 256 KiB, a power of two */
+#define PUBLISH       64u   /* units between two publications of an index */
+#define AHEAD         32u   /* units the replay's side keeps made beyond the one it applies */
+#define MT_UNIT_CHUNK 4u    /* the feed's own: the next slot holds the stream's next chunk */
+#define MT_UNIT_ERROR 8u    /* the feed's own: the stream's next record is unreadable */
+
+struct stream {
+	const uint64_t *chunks;
+	uint64_t n, next;                   /* chunks, and the next to open */
+	const struct mt_key_thread *resume; /* until the first record a keyframe does not hold */
+	struct mt_cursor cur;
+	struct mt_unit head; /* its next unit, decoded */
+	bool new_chunk;      /* head is the first of the chunk cur is in */
+};
+
+/* An index one side publishes, and what the other, asleep, waits for it to reach. */
+struct index {
+	alignas(64) _Atomic uint64_t value;
+	_Atomic uint64_t wanted; /* UINT64_MAX: nobody waits */
+};
+
+struct mt_feed {
+	const struct mt_trace *trace;
+	struct mt_unit *ring;
+	uint32_t nstreams;
+
+	/* the producer's side */
+	struct stream *streams;
+	struct stream **heap; /* by key, offset, half: the stream whose head is due first */
+	uint32_t nheap;
+	struct mt_record *scratch;
+	uint64_t tail;      /* units made */
+	uint64_t head_seen; /* the consumer's head, as last published */
+	bool started, done;
+	int perr;                /* the error the ERROR unit stands for */
+	struct mt_error perr_at; /* and where it is */
+
+	/* the replay's side */
+	struct mt_chunk *chunks; /* each stream's chunk: what its records point to */
+	struct mt_record *rec;
+	uint64_t head;      /* units taken */
+	uint64_t tail_seen; /* the producer's tail, as last published */
+	bool fin_seen;      /* the producer had made its last unit when tail_seen was read */
+
+	/* shared */
+	bool threaded;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct index tail_pub, head_pub;
+	atomic_bool finished, stop;
+	void *fault; /* the producer's SIGBUS: the address it could not read */
+	sigjmp_buf fault_jump;
+};
+
+static _Thread_local struct mt_feed *producing;
+
+void mt_feed_fault(void *addr)
+{
+	struct mt_feed *f = producing;
+
+	if (!f)
+		return;
+	f->fault = addr;
+	siglongjmp(f->fault_jump, 1);
+}
+
+/* ---- the producer ---- */
+
+/* A unit can hold the record's fields whole. */
+static bool fits(const struct mt_record *rec)
+{
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		return rec->u.alloc.fn <= UINT8_MAX && rec->u.alloc.stack <= UINT32_MAX;
+	case MT_REC_FREE:
+		return rec->u.free.fn <= UINT8_MAX;
+	case MT_REC_REALLOC:
+		return rec->u.realloc.fn <= UINT8_MAX && rec->u.realloc.stack <= UINT32_MAX;
+	default:
+		return false;
+	}
+}
+
+/* rec, read from registers (time, addr), as a unit of stream i. */
+static void to_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint64_t addr,
+                    struct mt_unit *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->type = (uint8_t)rec->type;
+	u->stream = i;
+	u->offset = rec->offset;
+	u->time = u->t0 = rec->time;
+	if (rec->length > UINT8_MAX || !fits(rec)) {
+		u->flags = MT_UNIT_WHOLE;
+		u->addr = time;
+		u->old = addr;
+		if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
+			u->t0 = rec->u.mremap.t0;
+			u->flags |= MT_UNIT_FIRST_HALF;
+		} else if (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) {
+			u->t0 = rec->u.realloc.t0;
+			u->flags |= MT_UNIT_FIRST_HALF;
+		}
+		return;
+	}
+	u->length = (uint8_t)rec->length;
+	switch (rec->type) {
+	case MT_REC_ALLOC:
+		u->fn = (uint8_t)rec->u.alloc.fn;
+		u->addr = rec->u.alloc.addr;
+		u->size = rec->u.alloc.size;
+		u->stack = (uint32_t)rec->u.alloc.stack;
+		u->kind = (uint8_t)rec->u.alloc.kind;
+		break;
+	case MT_REC_FREE:
+		u->fn = (uint8_t)rec->u.free.fn;
+		u->addr = rec->u.free.addr;
+		u->kind = (uint8_t)rec->u.free.kind;
+		break;
+	default: /* MT_REC_REALLOC */
+		u->fn = (uint8_t)rec->u.realloc.fn;
+		u->t0 = rec->u.realloc.t0;
+		u->old = rec->u.realloc.old;
+		u->addr = rec->u.realloc.addr;
+		u->size = rec->u.realloc.size;
+		u->stack = (uint32_t)rec->u.realloc.stack;
+		if (u->old != 0)
+			u->flags = MT_UNIT_FIRST_HALF;
+		break;
+	}
+}
+
+/*
+ * Whether the keyframe the replay started from holds the record just read:
+ * 1 whole, 0 not at all, -1 its first half (the old block of a realloc or
+ * mremap). The first record it does not hold ends the stream's resume.
+ */
+static int held(struct stream *s, const struct mt_record *rec)
+{
+	const struct mt_key_thread *k = s->resume;
+	uint64_t off = rec->offset - s->cur.chunk.offset;
+
+	if (s->cur.chunk.seq < k->seq || (s->cur.chunk.seq == k->seq && off < k->offset))
+		return 1;
+	s->resume = NULL;
+	return s->cur.chunk.seq == k->seq && off == k->offset && k->phase ? -1 : 0;
+}
+
+/* Decodes stream i's next record into its head, across its chunks: 1, 0 at its end, < 0. */
+static int advance(struct mt_feed *f, uint32_t i)
+{
+	struct stream *s = &f->streams[i];
+
+	for (;;) {
+		uint64_t time = s->cur.time, addr = s->cur.addr;
+		int ret = mt_cursor_next(&s->cur, f->scratch, &f->perr_at), part = 0;
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && s->resume && (part = held(s, f->scratch)) == 1)
+			continue;
+		if (ret > 0) {
+			to_unit(f->scratch, i, time, addr, &s->head);
+			if (part <
+			    0) /* the keyframe gave the old block back: the record at t1 is due */
+				s->head.flags &= (uint8_t)~MT_UNIT_FIRST_HALF;
+			return 1;
+		}
+		if (s->next)
+			mt_reader_release(f->trace, s->cur.chunk.offset, s->cur.chunk.avail);
+		if (s->next >= s->n)
+			return 0;
+		if (s->resume && f->trace->slots[s->chunks[s->next]].seq < s->resume->seq) {
+			s->next++; /* held whole by the keyframe */
+			continue;
+		}
+		ret = mt_cursor_init(&s->cur, f->trace, s->chunks[s->next++], &f->perr_at);
+		if (ret < 0)
+			return ret;
+		s->new_chunk = true;
+	}
+}
+
+static bool due_before(const struct stream *a, const struct stream *b)
+{
+	uint64_t ka = mt_unit_key(&a->head), kb = mt_unit_key(&b->head);
+
+	if (ka != kb)
+		return ka < kb;
+	if (a->head.offset != b->head.offset)
+		return a->head.offset < b->head.offset;
+	/* a record's own halves: the first one first */
+	return (a->head.flags & MT_UNIT_FIRST_HALF) > (b->head.flags & MT_UNIT_FIRST_HALF);
+}
+
+static void heap_down(struct stream **h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && due_before(h[l], h[m]))
+			m = l;
+		if (l + 1 < n && due_before(h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct stream *t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void heap_up(struct stream **h, uint32_t i)
+{
+	while (i > 0 && due_before(h[i], h[(i - 1) / 2])) {
+		struct stream *t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+static void emit(struct mt_feed *f, const struct mt_unit *u)
+{
+	f->ring[f->tail++ & (RING - 1)] = *u;
+}
+
+static void emit_error(struct mt_feed *f, int err)
+{
+	struct mt_unit u = {.flags = MT_UNIT_ERROR};
+
+	f->perr = err;
+	emit(f, &u);
+	f->done = true;
+}
+
+/* Every stream's first record, each in turn, as the replay met them. */
+static void start(struct mt_feed *f)
+{
+	f->started = true;
+	for (uint32_t i = 0; i < f->nstreams; i++) {
+		struct stream *s = &f->streams[i];
+		int ret;
+		s->cur.done = true;
+		ret = advance(f, i);
+		if (ret < 0) {
+			emit_error(f, ret);
+			return;
+		}
+		if (ret > 0) {
+			f->heap[f->nheap] = s;
+			heap_up(f->heap, f->nheap++);
+		}
+	}
+	if (!f->nheap)
+		f->done = true;
+}
+
+/* Emits the next record or half, after the chunk it opens, before the error after it: at most
+ * four slots. */
+static void produce(struct mt_feed *f)
+{
+	struct stream *s;
+	uint32_t i;
+	int ret;
+
+	if (!f->started) {
+		start(f);
+		return;
+	}
+	s = f->heap[0];
+	i = (uint32_t)(s - f->streams);
+	if (s->new_chunk) {
+		struct mt_unit c = {.flags = MT_UNIT_CHUNK, .stream = i};
+		emit(f, &c);
+		/* the header as read, so that the replay's side need not read the file again */
+		_Static_assert(sizeof(struct mt_chunk) <= sizeof(struct mt_unit),
+		               "a chunk fits a slot");
+		memcpy(&f->ring[f->tail++ & (RING - 1)], &s->cur.chunk, sizeof(struct mt_chunk));
+		s->new_chunk = false;
+	}
+	emit(f, &s->head);
+	if (s->head.flags & MT_UNIT_FIRST_HALF) {
+		s->head.flags &= (uint8_t)~MT_UNIT_FIRST_HALF;
+		heap_down(f->heap, f->nheap, 0);
+		return;
+	}
+	ret = advance(f, i);
+	if (ret < 0) {
+		emit_error(f, ret);
+		return;
+	}
+	if (ret == 0) {
+		f->heap[0] = f->heap[--f->nheap];
+		if (!f->nheap) {
+			f->done = true;
+			return;
+		}
+	}
+	heap_down(f->heap, f->nheap, 0);
+}
+
+/*
+ * Sleeps until the other side's index reaches `target`, or the feed
+ * finished or stopped. The other side stores its index, then reads
+ * `wanted`; this side stores `wanted`, then reads the index (all
+ * sequentially consistent), so one of the two sees the other's store, and
+ * a wake-up cannot be lost: it is sent under the lock this side holds until
+ * it waits. A side waits for a good part of the ring at once, so that the
+ * two do not wake each other for every few units.
+ */
+static void wait_for(struct mt_feed *f, struct index *ix, uint64_t target)
+{
+	pthread_mutex_lock(&f->lock);
+	atomic_store(&ix->wanted, target);
+	while (atomic_load(&ix->value) < target && !atomic_load(&f->finished) &&
+	       !atomic_load(&f->stop))
+		pthread_cond_wait(&f->wake, &f->lock);
+	atomic_store(&ix->wanted, UINT64_MAX);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void publish(struct mt_feed *f, struct index *ix, uint64_t value)
+{
+	atomic_store(&ix->value, value);
+	if (atomic_load(&ix->wanted) <= value) {
+		pthread_mutex_lock(&f->lock);
+		pthread_cond_broadcast(&f->wake);
+		pthread_mutex_unlock(&f->lock);
+	}
+}
+
+static void finish(struct mt_feed *f)
+{
+	atomic_store(&f->tail_pub.value, f->tail);
+	atomic_store(&f->finished, true);
+	pthread_mutex_lock(&f->lock);
+	pthread_cond_broadcast(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Makes units until the last, an error, or the replay stops the feed. */
+static void produce_all(struct mt_feed *f)
+{
+	uint64_t last_pub = 0;
+
+	while (!f->done && !atomic_load(&f->stop)) {
+		/* room for the four slots one record may take */
+		while (f->tail + 4 > f->head_seen + RING) {
+			f->head_seen = atomic_load(&f->head_pub.value);
+			if (f->tail + 4 <= f->head_seen + RING)
+				break;
+			if (f->tail != last_pub)
+				publish(f, &f->tail_pub, last_pub = f->tail);
+			/* until half the ring is free */
+			wait_for(f, &f->head_pub, f->tail + 4 + RING / 2 - RING);
+			if (atomic_load(&f->stop))
+				return;
+		}
+		produce(f);
+		if (f->tail - last_pub >= PUBLISH)
+			publish(f, &f->tail_pub, last_pub = f->tail);
+	}
+}
+
+static void *producer(void *arg)
+{
+	struct mt_feed *f = arg;
+
+	producing = f;
+	if (sigsetjmp(f->fault_jump, 1)) {
+		/* the mapped trace shrank under the producer: the replay's thread meets it too */
+		f->ring[f->tail++ & (RING - 1)] = (struct mt_unit){.flags = MT_UNIT_ERROR};
+		f->perr = -EFAULT;
+	} else {
+		produce_all(f);
+	}
+	producing = NULL;
+	finish(f);
+	return NULL;
+}
+
+/* ---- the replay's side ---- */
+
+/* Makes units ahead, or learns of those made: false when there are none left. */
+static bool top_up(struct mt_feed *f)
+{
+	if (!f->threaded) {
+		while (!f->done && f->tail - f->head < AHEAD + PUBLISH)
+			produce(f);
+		f->tail_seen = f->tail;
+		f->fin_seen = f->done;
+		return f->tail_seen > f->head;
+	}
+	for (bool published = false;;) {
+		/* finished is read first: once it is true, the tail it published is whole */
+		f->fin_seen = atomic_load(&f->finished);
+		f->tail_seen = atomic_load(&f->tail_pub.value);
+		if (f->tail_seen > f->head || f->fin_seen)
+			return f->tail_seen > f->head;
+		if (!published) {
+			/* every unit made is taken: let the producer fill the whole ring */
+			publish(f, &f->head_pub, f->head);
+			published = true;
+			continue;
+		}
+		/* until a good part of the ring is made */
+		wait_for(f, &f->tail_pub, f->head + RING / 4);
+	}
+}
+
+/* The record of a unit that holds its fields, as mt_cursor_next gave it to the producer. */
+static inline void fill(struct mt_feed *f, const struct mt_unit *u)
+{
+	struct mt_record *rec = f->rec;
+
+	rec->type = u->type;
+	rec->offset = u->offset;
+	rec->length = u->length;
+	rec->time = u->time;
+	rec->chunk = &f->chunks[u->stream];
+	switch (u->type) {
+	case MT_REC_ALLOC:
+		rec->u.alloc.fn = u->fn;
+		rec->u.alloc.addr = u->addr;
+		rec->u.alloc.size = u->size;
+		rec->u.alloc.stack = u->stack;
+		rec->u.alloc.kind = u->kind;
+		break;
+	case MT_REC_FREE:
+		rec->u.free.fn = u->fn;
+		rec->u.free.addr = u->addr;
+		rec->u.free.kind = u->kind;
+		break;
+	default: /* MT_REC_REALLOC */
+		rec->u.realloc.t0 = u->t0;
+		rec->u.realloc.fn = u->fn;
+		rec->u.realloc.old = u->old;
+		rec->u.realloc.addr = u->addr;
+		rec->u.realloc.size = u->size;
+		rec->u.realloc.stack = u->stack;
+		break;
+	}
+}
+
+/* A unit's record, as mt_cursor_next would give it. */
+static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error *err)
+{
+	struct mt_record *rec = f->rec;
+	const struct mt_chunk *ch = &f->chunks[u->stream];
+	struct mt_cursor c;
+	int ret;
+
+	if (u->flags & MT_UNIT_WHOLE) {
+		memset(&c, 0, sizeof(c));
+		c.trace = f->trace;
+		c.chunk = *ch;
+		c.pos = f->trace->data + u->offset;
+		c.end = f->trace->data + ch->offset + ch->avail;
+		c.time = u->addr;
+		c.addr = u->old;
+		ret = mt_cursor_next(&c, rec, err);
+		if (ret <= 0) {
+			/* the producer read it: the bytes changed under us */
+			if (err && ret == 0) {
+				err->offset = u->offset;
+				snprintf(err->message, sizeof(err->message),
+				         "the record changed while it was read");
+			}
+			return ret < 0 ? ret : -EIO;
+		}
+		rec->chunk = ch;
+		return 1;
+	}
+	fill(f, u);
+	return 1;
+}
+
+/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is not
+ * an event that holds its fields. */
+static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
+                     struct mt_error *err)
+{
+	for (;;) {
+		const struct mt_unit *u;
+		int ret;
+
+		if (f->tail_seen - f->head <= AHEAD && !f->fin_seen && !top_up(f))
+			return 0;
+		if (f->head == f->tail_seen)
+			return 0; /* the last unit was taken */
+		u = &f->ring[f->head++ & (RING - 1)];
+		if (f->threaded && (f->head & (PUBLISH - 1)) == 0)
+			publish(f, &f->head_pub, f->head - 1);
+		if (u->flags & MT_UNIT_CHUNK) {
+			memcpy(&f->chunks[u->stream], &f->ring[f->head++ & (RING - 1)],
+			       sizeof(struct mt_chunk));
+			continue;
+		}
+		if (u->flags & MT_UNIT_ERROR) {
+			if (f->perr == -EFAULT && f->fault) {
+				/* raise it here, where the command's handler can leave the command
+				 */
+				(void)*(volatile const uint8_t *)f->fault;
+				if (err) {
+					err->offset = 0;
+					snprintf(err->message, sizeof(err->message),
+					         "the file changed while it was read");
+				}
+				return -EIO;
+			}
+			if (err)
+				*err = f->perr_at;
+			return f->perr;
+		}
+		ret = record_of(f, u, err);
+		if (ret < 0)
+			return ret;
+		*unit = u;
+		*rec = f->rec;
+		return 1;
+	}
+}
+
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
+                 struct mt_error *err)
+{
+	const struct mt_unit *u = &f->ring[f->head & (RING - 1)];
+
+	/* most units: made well ahead, an event with its fields, no index to publish */
+	if (__builtin_expect(f->tail_seen - f->head > AHEAD &&
+	                             ((f->head + 1) & (PUBLISH - 1)) != 0 &&
+	                             !(u->flags & ~MT_UNIT_FIRST_HALF),
+	                     1)) {
+		f->head++;
+		fill(f, u);
+		*unit = u;
+		*rec = f->rec;
+		return 1;
+	}
+	return next_slow(f, unit, rec, err);
+}
+
+const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)
+{
+	uint64_t i = f->head - 1 + ahead;
+
+	if (i >= f->tail_seen)
+		return NULL;
+	return &f->ring[i & (RING - 1)];
+}
+
+int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
+                  const struct mt_feed_stream *streams, uint32_t nstreams, bool thread)
+{
+	/* its indices on cache lines of their own */
+	struct mt_feed *f = aligned_alloc(alignof(struct mt_feed), sizeof(*f));
+
+	*out = NULL;
+	if (!f)
+		return -ENOMEM;
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->wake, NULL);
+	atomic_store(&f->tail_pub.wanted, UINT64_MAX);
+	atomic_store(&f->head_pub.wanted, UINT64_MAX);
+	f->trace = trace;
+	f->nstreams = nstreams;
+	f->ring = malloc(RING * sizeof(*f->ring));
+	f->streams = calloc(nstreams + 1, sizeof(*f->streams));
+	f->heap = calloc(nstreams + 1, sizeof(*f->heap));
+	f->chunks = calloc(nstreams + 1, sizeof(*f->chunks));
+	f->scratch = malloc(sizeof(*f->scratch));
+	f->rec = calloc(1, sizeof(*f->rec));
+	if (!f->ring || !f->streams || !f->heap || !f->chunks || !f->scratch || !f->rec) {
+		mt_feed_stop(f);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < nstreams; i++) {
+		f->streams[i].chunks = streams[i].chunks;
+		f->streams[i].n = streams[i].n;
+		f->streams[i].resume = streams[i].resume;
+	}
+	if (thread) {
+		/* the command's signals stay the replay thread's; a fault is the producer's own */
+		sigset_t all, was;
+		sigfillset(&all);
+		sigdelset(&all, SIGBUS);
+		sigdelset(&all, SIGSEGV);
+		pthread_sigmask(SIG_BLOCK, &all, &was);
+		f->threaded = pthread_create(&f->thread, NULL, producer, f) == 0;
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+	}
+	*out = f;
+	return 0;
+}
+
+void mt_feed_stop(struct mt_feed *f)
+{
+	if (!f)
+		return;
+	if (f->threaded) {
+		atomic_store(&f->stop, true);
+		pthread_mutex_lock(&f->lock);
+		pthread_cond_broadcast(&f->wake);
+		pthread_mutex_unlock(&f->lock);
+		pthread_join(f->thread, NULL);
+	}
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->wake);
+	free(f->ring);
+	free(f->streams);
+	free(f->heap);
+	free(f->chunks);
+	free(f->scratch);
+	free(f->rec);
+	free(f);
+}

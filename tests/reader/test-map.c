@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The analyzer's hash map (analyzer/map.c) against a plain array of the same
+ * entries: random puts and takes across growths for a small value (in the
+ * slot), a 16-aligned one and a large one (beside the keys), with the key
+ * that marks an empty slot and key 0 among them.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "map.h"
+#include "test-common.h"
+
+#define KEYS 5000
+
+struct big {
+	__extension__ unsigned __int128 wide; /* must come back aligned to 16 */
+	uint64_t fill[30];
+};
+
+static uint64_t keys[KEYS];
+static bool present[KEYS];
+
+static uint64_t next_random(uint64_t *r)
+{
+	*r ^= *r << 13;
+	*r ^= *r >> 7;
+	*r ^= *r << 17;
+	return *r;
+}
+
+/* Writes and reads the value's first and last 8 bytes, so each size is checked whole. */
+static void stamp(void *v, size_t vsize, uint64_t tag)
+{
+	memcpy(v, &tag, 8);
+	memcpy((char *)v + vsize - 8, &tag, 8);
+}
+
+static uint64_t tag_of(const void *v, size_t vsize)
+{
+	uint64_t a, b;
+
+	memcpy(&a, v, 8);
+	memcpy(&b, (const char *)v + vsize - 8, 8);
+	return a == b ? a : ~a;
+}
+
+static void check_all(const struct mt_map *m, size_t vsize, size_t live)
+{
+	size_t seen = 0;
+	uint64_t key;
+	void *val;
+
+	CHECK_EQ(m->count, live);
+	for (size_t k = 0; k < KEYS; k++) {
+		void *v = mt_map_get(m, keys[k]);
+		CHECK(!v == !present[k]);
+		if (v)
+			CHECK_EQ(tag_of(v, vsize), keys[k] * 3 + 1);
+	}
+	for (size_t i = 0; mt_map_next(m, &i, &key, &val);) {
+		CHECK_EQ(tag_of(val, vsize), key * 3 + 1);
+		seen++;
+	}
+	CHECK_EQ(seen, live);
+}
+
+static void run(size_t vsize, size_t align)
+{
+	struct mt_map m, copy;
+	uint64_t r = 88172645463325252ull, out[sizeof(struct big) / 8];
+	size_t live = 0;
+	bool created;
+
+	for (size_t k = 0; k < KEYS; k++) {
+		keys[k] = next_random(&r) >> (k % 40); /* small keys collide on their low bits */
+		present[k] = false;
+	}
+	keys[0] = MT_MAP_EMPTY;
+	keys[1] = 0;
+	mt_map_init(&m, vsize);
+	CHECK(!mt_map_get(&m, MT_MAP_EMPTY));
+	CHECK(!mt_map_take(&m, MT_MAP_EMPTY, out));
+	for (int round = 0; round < 40000; round++) {
+		size_t k = next_random(&r) % KEYS;
+		if (present[k]) {
+			CHECK(mt_map_take(&m, keys[k], out));
+			CHECK_EQ(tag_of(out, vsize), keys[k] * 3 + 1);
+			CHECK(!mt_map_get(&m, keys[k]));
+			present[k] = false;
+			live--;
+			continue;
+		}
+		void *v = mt_map_put(&m, keys[k], &created);
+		CHECK(v && created);
+		if (!v)
+			break;
+		CHECK_EQ((uintptr_t)v % align, 0);
+		CHECK_EQ(tag_of(v, vsize), 0); /* created zeroed */
+		stamp(v, vsize, keys[k] * 3 + 1);
+		CHECK(mt_map_get(&m, keys[k]) == v);
+		v = mt_map_put(&m, keys[k], &created); /* may grow: v moves */
+		CHECK(v && !created && tag_of(v, vsize) == keys[k] * 3 + 1);
+		present[k] = true;
+		live++;
+	}
+	check_all(&m, vsize, live);
+	present[0] = true; /* the empty-slot key is kept apart: check it survives a copy */
+	if (!mt_map_get(&m, MT_MAP_EMPTY)) {
+		stamp(mt_map_put(&m, MT_MAP_EMPTY, &created), vsize, MT_MAP_EMPTY * 3 + 1);
+		live++;
+	}
+	CHECK_EQ(mt_map_copy(&copy, &m), 0);
+	mt_map_free(&m);
+	check_all(&copy, vsize, live);
+	CHECK(mt_map_del(&copy, MT_MAP_EMPTY));
+	CHECK(!mt_map_del(&copy, MT_MAP_EMPTY));
+	present[0] = false;
+	check_all(&copy, vsize, live - 1);
+	mt_map_free(&copy);
+}
+
+/*
+ * The inline operations of a layout named by constants against the
+ * functions: the same puts and takes on two maps leave every entry in the
+ * same slot, and both visit them in the same order.
+ */
+#define SAME_SLOTS(vsize)                                                                          \
+	do {                                                                                       \
+		struct mt_map a, b;                                                                \
+		uint64_t r = 2463534242ull, out[3];                                                \
+		bool created, made;                                                                \
+		mt_map_init(&a, vsize);                                                            \
+		mt_map_init(&b, vsize);                                                            \
+		for (int round = 0; round < 40000; round++) {                                      \
+			uint64_t key = next_random(&r) % 3000 << (round % 7);                      \
+			if (round % 1000 == 0)                                                     \
+				key = MT_MAP_EMPTY;                                                \
+			if (mt_map_get(&a, key)) {                                                 \
+				CHECK(mt_map_take(&a, key, out));                                  \
+				CHECK(mt_map_take_small(&b, key, out, MT_MAP_SHIFT(vsize),         \
+				                        MT_MAP_VOFF(vsize), vsize));               \
+				continue;                                                          \
+			}                                                                          \
+			CHECK(mt_map_get_small(&b, key, MT_MAP_SHIFT(vsize),                       \
+			                       MT_MAP_VOFF(vsize)) == NULL);                       \
+			memset(mt_map_put(&a, key, &created), 7, vsize);                           \
+			memset(mt_map_put_small(&b, key, &made, MT_MAP_SHIFT(vsize),               \
+			                        MT_MAP_VOFF(vsize), vsize),                        \
+			       7, vsize);                                                          \
+			CHECK(created &&made);                                                     \
+		}                                                                                  \
+		CHECK_EQ(a.shift, MT_MAP_SHIFT(vsize));                                            \
+		CHECK_EQ(a.voff, MT_MAP_VOFF(vsize));                                              \
+		CHECK_EQ(a.count, b.count);                                                        \
+		CHECK_EQ(a.cap, b.cap);                                                            \
+		for (size_t i = 0; i < a.cap; i++)                                                 \
+			CHECK_EQ(*mt_map_slot(&a, i, a.shift), *mt_map_slot(&b, i, b.shift));      \
+		mt_map_free(&a);                                                                   \
+		mt_map_free(&b);                                                                   \
+	} while (0)
+
+int main(void)
+{
+	SAME_SLOTS(4);  /* a stat's index, a page's count */
+	SAME_SLOTS(16); /* a live block */
+	SAME_SLOTS(24);
+	run(sizeof(uint64_t), 8);     /* a stack's count: in the slot */
+	run(3 * sizeof(uint64_t), 8); /* a live block: in the slot */
+	run(16, 16);                  /* an __int128: in the slot, aligned */
+	run(sizeof(struct big), 16);  /* beside the keys */
+	return test_failures ? 1 : 0;
+}
