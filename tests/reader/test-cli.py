@@ -72,7 +72,7 @@ with tempfile.TemporaryDirectory() as d:
 
     r = dump("--summary", traces["newer"])
     check(r.returncode == 2, f"a newer trace exits {r.returncode}")
-    check(r.stderr.endswith("trace format version 4 is newer than this memtrace reads (3)\n"), r.stderr)
+    check(r.stderr.endswith("trace format version 5 is newer than this memtrace reads (4)\n"), r.stderr)
 
     check(dump().returncode == 1, "no file is not a usage error")
     check(dump("--bogus", traces["good"]).returncode == 1, "a bad option is not a usage error")
