@@ -23,7 +23,7 @@ HEADER = 4096
 
 
 def memtrace_run(trace, argv, ring=None, env=None, **kw):
-    opts = ["--ring", str(RING)] if ring else []
+    opts = ["--ring", str(RING if ring is True else ring)] if ring else []
     e = dict(os.environ, MEMTRACE_REACHABILITY="0", CHURN_WORK=WORK, **(env or {}))
     return subprocess.Popen([BIN, "run", "-o", trace] + opts + ["--"] + argv, env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
@@ -40,13 +40,13 @@ def the_process(trace):
     return proc
 
 
-def full_and_ring(argv):
+def full_and_ring(argv, ring_size=True, env=None):
     """argv run twice, in full and in the ring: {"full": (trace, stderr), "ring": ...}."""
     d = workdir()
     runs = {}
-    for name, ring in (("full", False), ("ring", True)):
+    for name, ring in (("full", False), ("ring", ring_size)):
         trace = os.path.join(d, name + ".bin")
-        p = memtrace_run(trace, argv, ring)
+        p = memtrace_run(trace, argv, ring, env)
         _, err = p.communicate(timeout=1800)
         check(p.returncode == 0, f"{name}: memtrace run failed: {err.decode()}")
         runs[name] = (trace, err.decode())
@@ -111,6 +111,28 @@ def test_forked():
     check(procs["ring"][1]["memories"]["host"]["inherited_blocks"] > 1000, "the first child inherited nothing")
 
 
+def test_sampled():
+    """Sampled mode in a ring (malloc and free in short records, each sampled block the
+    consumer keeps with its weight): the same seed samples the same blocks in both runs, and
+    the estimated bytes are the full trace's to the byte. Block counts are not compared: a
+    block's count is rounded at random by its address and time."""
+    env = {"MEMTRACE_SAMPLING": "256", "MEMTRACE_SEED": "7"}
+    # a sampled trace is about a third of a full one: a smaller ring, so that it rolls over
+    runs = full_and_ring([program("churn-leak"), str(ALLOCATIONS)], 4 * MiB, env)
+    full, ring = (the_process(runs[name][0]) for name in ("full", "ring"))
+    check(ring["window"]["keyframe"] and not full["window"]["keyframe"],
+          f"windows: ring {ring['window']}, full {full['window']}")
+    check(ring["sampling"]["interval_bytes"] == full["sampling"]["interval_bytes"] == 256,
+          f"sampling: {ring['sampling']}")
+    f, r = full["memories"]["host"], ring["memories"]["host"]
+    for key in ("bytes_allocated", "peak_bytes", "leaked_bytes", "unknown_frees"):
+        check(f[key] == r[key], f"host {key}: full {f[key]}, ring {r[key]}")
+    # unsampled, each allocation but the leaks' has its free: some 2 x ALLOCATIONS events
+    check(full["events"] < ALLOCATIONS, f"{full['events']} events: not sampled")
+    a, b = by_function(f["leak_stacks"], "leak"), by_function(r["leak_stacks"], "leak")
+    check(a[0] == b[0], f"the leak's bytes: full {a}, ring {b}")
+
+
 def hold_until_killed(ring, cgroup):
     """churn-leak, then 1 MiB blocks until the OOM killer ends it: (trace, blocks it said it held)."""
     d = workdir()
@@ -153,4 +175,5 @@ def test_oom_killed():
         check(host["leaked_blocks"] == leak[1] + hold[1], f"ring={ring}: {host['leaked_blocks']} blocks live at death")
 
 
-main({"same_as_full": test_same_as_full, "forked": test_forked, "oom_killed": test_oom_killed})
+main({"same_as_full": test_same_as_full, "forked": test_forked, "sampled": test_sampled,
+      "oom_killed": test_oom_killed})
