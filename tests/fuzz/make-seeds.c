@@ -10,14 +10,18 @@
  * are not UTF-8 or hold control characters, the exit's reachability scan.
  *
  * The committed corpus (tests/fuzz/corpus) started from these; run this
- * again only to refresh the seeds (their names are stable: seed-*).
+ * again only to refresh the seeds (their names are stable: seed-*). Each is
+ * written in the version of its time: those before format 4 hold version 3
+ * in the corpus, and stay so unless refreshed on purpose.
  *
  * May not: be installed; it is a test fixture.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "reader.h" /* the items of the KEY_* records */
 #include "trace-builder.h"
 
 #define CHUNK 4096u
@@ -420,6 +424,69 @@ static void reach(void)
 	save(&b, "reach", b.size);
 }
 
+/*
+ * A ring (format 4): thread 1000's first chunk (seq 0) was given back, its
+ * definitions copied; round 1's keyframe holds what came before, short
+ * records on both sides of thread 1001's resume point (the stack register a
+ * held record set), a realloc whose old half it holds. Then a round 2 the
+ * consumer died writing: a keyframe with fewer blocks than it says and no
+ * KEY_END, no ROUND.
+ */
+static void ring_records(struct tb *b, uint64_t round, uint64_t time, size_t resume, bool whole)
+{
+	static const uint64_t kinds[2 * TB_KIND_VALUES] = {
+	        MT_KIND_HOST, 3, 2, 400,  300,  2, 20, 0, 1, 0, 0,
+	        MT_KIND_MMAP, 1, 0, 8192, 8192, 1, 25, 0, 0, 0, 0,
+	};
+	const uint64_t threads[2 * MT_KT_FIELDS] = {1000, 0, CHUNK, 0, 1001, 1, resume, 1};
+	static const uint64_t blocks[2 * MT_KB_FIELDS] = {0x1000, 64, 1, 1, MT_KIND_HOST, 1,
+	                                                  0x9000, 36, 2, 1, MT_KIND_HOST, 1};
+	static const uint64_t ranges[MT_KR_FIELDS] = {0x7f0000000000, 8192, 1, 1};
+	static const uint64_t stacks[2 * MT_KS_FIELDS] = {MT_KIND_HOST, 1, 1, 2, 164,  164,  2,
+	                                                  MT_KIND_MMAP, 1, 1, 1, 8192, 8192, 1};
+	const uint64_t counts[4] = {2, 2, 1, 2};
+
+	tb_chunk(b, 0, 999, 2, time);
+	tb_keyframe(b, round, 1, time, 8, counts, 2, kinds);
+	tb_key_items(b, MT_REC_KEY_THREADS, 2, MT_KT_FIELDS, threads);
+	tb_key_items(b, MT_REC_KEY_BLOCKS, whole ? 2 : 1, MT_KB_FIELDS, blocks);
+	tb_key_items(b, MT_REC_KEY_RANGES, 1, MT_KR_FIELDS, ranges);
+	tb_key_items(b, MT_REC_KEY_STACKS, 2, MT_KS_FIELDS, stacks);
+	if (!whole)
+		return;
+	tb_key_end(b, 1, round);
+	tb_round(b, round, time, round, 1);
+}
+
+static void ring(void)
+{
+	static const uint64_t f1[] = {0x401000, 0x400100}, f2[] = {0x402000, 0x400100};
+	struct tb b;
+	size_t resume;
+
+	tb_init(&b, CHUNK);
+	((struct mt_file_header *)b.buf)->ring_size = 8 * CHUNK;
+	b.seq = 1; /* seq 0, thread 1000's first chunk, was given back */
+	tb_chunk(&b, 1, 990, 1001, 18);
+	tb_short_malloc(&b, 19, 0x9000, 36, 2);
+	tb_short_free(&b, 21, 0x2000);
+	resume = tb_realloc(&b, 40, 22, 0x3000, 0x4000, 100, 2) - b.chunk;
+	tb_short_malloc(&b, 41, 0x9100, 12, 2); /* SAME: the register a held record set */
+	tb_free(&b, 42, 0x4000);
+	tb_chunk(&b, 1, 990, 1000, 30);
+	tb_short_malloc(&b, 31, 0x5000, 8, 1);
+	tb_munmap(&b, 32, 0x7f0000000000, 4096);
+	tb_exit(&b, 50, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 0, 999, 1, 26);
+	tb_copy(&b, 1, 0);
+	tb_process(&b, 10, 990, 1, MT_ORIGIN_ROOT, 0, "/ring", "ring", 4);
+	tb_stack(&b, 1, 2, f1);
+	tb_stack(&b, 2, 2, f2);
+	ring_records(&b, 1, 26, resume, true);
+	ring_records(&b, 2, 45, resume, false);
+	save(&b, "ring", b.size);
+}
+
 /* A trace cut inside its last chunk, and one that is only the file header. */
 static void cut(void)
 {
@@ -454,5 +521,6 @@ int main(int argc, char **argv)
 	names();
 	python();
 	reach();
+	ring();
 	return failed;
 }
