@@ -224,22 +224,49 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void take_heap(void)
+/*
+ * Off the CPU for longer than this between the figures' time stamp and
+ * mallinfo2's return (preempted, or waiting for an arena lock), the taker
+ * let other calls change the heap after the moment it stamped: glibc's
+ * figures were then of a later heap than the live bytes a report sets beside
+ * them (24.5 MB freed in between in a CI run under load). Such figures are
+ * taken again; mallinfo2 itself stays on the CPU for microseconds.
+ */
+#define HEAP_OFF_CPU_NS 50000
+#define HEAP_TRIES      3
+
+/* True when the figures were taken at the moment they are stamped with. */
+static bool take_heap(void)
 {
 	int saved = errno;
-	uint64_t at = mt_now(), began = cpu_ns();
-	struct mallinfo2 mi = mallinfo2();
+	bool taken = false;
 
-	atomic_fetch_add(&heap.seq, 1);
-	heap.v[0] = mi.arena;
-	heap.v[1] = mi.uordblks;
-	heap.v[2] = mi.fordblks;
-	heap.v[3] = mi.keepcost;
-	heap.v[4] = mi.hblkhd;
-	heap.took = cpu_ns() - began;
-	heap.at = at;
-	atomic_fetch_add(&heap.seq, 1);
+	for (int i = 0; i < HEAP_TRIES && !taken; i++) {
+		uint64_t wall = mt_monotonic_ns(), began = cpu_ns(), at = mt_now();
+		struct mallinfo2 mi = mallinfo2();
+		uint64_t took = cpu_ns() - began, elapsed = mt_monotonic_ns() - wall;
+
+		heap.took = took;
+		if (elapsed > took + HEAP_OFF_CPU_NS)
+			continue;
+		atomic_fetch_add(&heap.seq, 1);
+		heap.v[0] = mi.arena;
+		heap.v[1] = mi.uordblks;
+		heap.v[2] = mi.fordblks;
+		heap.v[3] = mi.keepcost;
+		heap.v[4] = mi.hblkhd;
+		heap.at = at;
+		atomic_fetch_add(&heap.seq, 1);
+		taken = true;
+	}
 	errno = saved;
+	return taken;
+}
+
+/* Figures not taken stay asked for: the next interval asks again. */
+static void take_heap_now(void)
+{
+	atomic_store(&mt_heap_ask, take_heap() ? MT_HEAP_FRESH : MT_HEAP_QUIET);
 }
 
 void mt_sampler_heap(void)
@@ -252,8 +279,7 @@ void mt_sampler_heap(void)
 		atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_QUIET);
 	else if (s == MT_HEAP_WANTED &&
 	         atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
-		take_heap();
-		atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+		take_heap_now();
 	}
 }
 
@@ -280,8 +306,7 @@ static void settle_heap(void)
 				nanosleep(&step, NULL);
 			s = MT_HEAP_PROBE;
 			if (atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
-				take_heap();
-				atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+				take_heap_now();
 			}
 			return;
 		}
@@ -293,8 +318,7 @@ static void settle_heap(void)
 		nanosleep(&step, NULL);
 	s = MT_HEAP_WANTED;
 	if (atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_TAKING)) {
-		take_heap();
-		atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+		take_heap_now();
 	}
 }
 
@@ -359,8 +383,7 @@ static void take_sample(bool fresh)
 	if (fresh) {
 		/* a program thread at its end: the last figures must be exact */
 		if (atomic_exchange(&mt_heap_ask, MT_HEAP_TAKING) != MT_HEAP_TAKING) {
-			take_heap();
-			atomic_store(&mt_heap_ask, MT_HEAP_FRESH);
+			take_heap_now();
 		} /* else another thread is taking them this moment */
 	}
 	heap_figures(&v[MT_SAMPLE_HEAP_ARENA], &at);

@@ -18,6 +18,10 @@
  * heap-fragmentation trim|hold SIZE: records of SIZE bytes instead, as many
  * as make the same 50 MiB. With records of 100 KiB each hole holds 24 whole
  * free pages, and malloc_trim(0) gives nearly all the freed half back.
+ *
+ * heap-fragmentation trim|hold SIZE MS: computes for MS milliseconds between
+ * loading and dropping, calling nothing memtrace interposes, as a program
+ * between two phases does (the sampler then takes the heap figures itself).
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -27,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RECORDS 100000
+#define RECORDS     100000
 #define RECORD_SIZE 512
-#define TOTAL (RECORDS * RECORD_SIZE)
+#define TOTAL       (RECORDS * RECORD_SIZE)
 
 static char *records[RECORDS];
 static int nrecords = RECORDS;
@@ -70,6 +74,27 @@ static long long resident(void)
 	return rss * sysconf(_SC_PAGESIZE);
 }
 
+/* Spends ms milliseconds of CPU, with no call into the allocator. */
+static void think(long ms)
+{
+	struct timespec now, end;
+	volatile unsigned long spin = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000;
+	if (end.tv_nsec >= 1000000000) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000;
+	}
+	do {
+		for (int i = 0; i < 10000; i++)
+			spin++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+	         (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+}
+
 int main(int argc, char **argv)
 {
 	struct timespec hold = {0, 200 * 1000 * 1000};
@@ -82,17 +107,20 @@ int main(int argc, char **argv)
 		nrecords = (int)(TOTAL / record_size);
 	}
 	load_records();
+	if (argc > 3)
+		think(atol(argv[3]));
 	drop_every_other();
 	nanosleep(&hold, NULL);
 	mi = mallinfo2();
 	n = snprintf(line, sizeof(line), "arena %zu fordblks %zu keepcost %zu uordblks %zu\n",
-		     mi.arena, mi.fordblks, mi.keepcost, mi.uordblks);
+	             mi.arena, mi.fordblks, mi.keepcost, mi.uordblks);
 	if (write(STDOUT_FILENO, line, (size_t)n) != n)
 		return 1;
 	if (argc > 1 && !strcmp(argv[1], "trim")) {
 		long long before = resident();
 		malloc_trim(0);
-		n = snprintf(line, sizeof(line), "malloc_trim returned %lld\n", before - resident());
+		n = snprintf(line, sizeof(line), "malloc_trim returned %lld\n",
+		             before - resident());
 		if (write(STDOUT_FILENO, line, (size_t)n) != n)
 			return 1;
 	}

@@ -7,7 +7,10 @@ activation saved for a backward pass that never comes: here the ReLU's
 output, VAL_BATCH x HIDDEN elements per step (4 MiB in float64, 2 MiB in
 float32), plus the small prediction and the loss itself.
 
-    torch-keeps-graph.py [--steps N] [--dtype float64|float32]
+    torch-keeps-graph.py [--steps N] [--dtype float64|float32] [--keep-every K]
+
+With --keep-every K only every K-th step keeps its graph (the others keep the
+loss detached): a slower leak, for a long run that must not fill the machine.
 
 Each step is named in the trace with memtrace_mark through ctypes (nothing
 happens when the program is not traced). At the end the program prints what
@@ -54,6 +57,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=25)
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    ap.add_argument("--keep-every", type=int, default=1)
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
 
@@ -68,18 +72,22 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     known = {p.data_ptr() for p in model.parameters()} | {t.data_ptr() for t in (x, y, val_x, val_y)}
 
-    val_losses = []
+    val_losses, last_kept = [], None
     for step in range(args.steps):
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()  # frees this graph's saved tensors
         opt.step()
         val_loss = torch.nn.functional.mse_loss(model(val_x), val_y)  # the bug: no torch.no_grad()
-        val_losses.append(val_loss)  # the bug: the tensor, not val_loss.item()
+        if step % args.keep_every == args.keep_every - 1:
+            val_losses.append(val_loss)  # the bug: the tensor, not val_loss.item()
+            last_kept = val_loss
+        else:
+            val_losses.append(val_loss.detach())
         if mark:
             mark(f"step {step}".encode())
 
-    per_step = saved_storages(val_losses[-1], known)
+    per_step = saved_storages(last_kept, known)
     print(f"dtype {args.dtype} steps {args.steps} val loss {torch.stack(val_losses).mean().item():.6f}")
     print(f"kept per step {sum(per_step.values())} bytes, largest {max(per_step.values())} bytes")
 

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 
+from harness import LIB
 from oomtest import MiB, check, diagnosis, main, near, program, report, run, run_traced, workdir
 
 LIVE = 50000 * 512
@@ -21,10 +22,10 @@ def mallinfo(stdout):
     return [int(x) for x in m.groups()]
 
 
-def traced(*args):
+def traced(*args, extra=None):
     d = workdir()
     trace = os.path.join(d, "trace.bin")
-    out = run_traced([program("heap-fragmentation"), *args], trace)
+    out = run_traced([program("heap-fragmentation"), *args], trace, extra)
     check(out.returncode == 0, f"heap-fragmentation failed: {out.stderr.decode()}")
     (proc,) = report(trace)["processes"]
     shutil.rmtree(d)
@@ -87,7 +88,30 @@ def test_trim_would_return_whole_pages():
     check("malloc_trim(0) after the phase that freed it returns 2" in advice, f"advice without the figure: {advice}")
 
 
+def test_heap_figures_of_their_own_moment():
+    """The sampler takes the heap figures itself while the program computes
+    for 40 ms between loading and dropping, and is held 50 ms inside
+    mallinfo2 (the shim, as a preemption on a busy machine): the program drops
+    its records meanwhile, and glibc's figures are of after the drop. They
+    must be set beside the live bytes of their own moment, never of the
+    moment the sampler began (trim_would_return read 1.4 MB of 24.5 MB in a
+    CI run under load that way)."""
+    out = run([program("heap-fragmentation"), "trim", str(HOLE)])
+    m = re.search(rb"malloc_trim returned (-?\d+)", out.stdout)
+    check(out.returncode == 0 and m, f"heap-fragmentation trim: {out.stdout!r} {out.stderr!r}")
+    returned = int(m.group(1))
+    stall = os.path.join(os.environ["MEMTRACE_OOM_PROGRAMS"], "stall-mallinfo2.so")
+    _, proc = traced("hold", str(HOLE), "40", extra={"LD_PRELOAD": f"{stall}:{LIB}"})
+    fr = diagnosis(proc, "fragmentation")
+    # glibc's in-use bytes are the live blocks' plus 16 bytes of header each
+    check(abs(fr["heap_in_use"] - fr["heap_live_host_bytes"]) < 1 * MiB,
+          f"heap figures of another moment: glibc's in use {fr['heap_in_use']}, "
+          f"live beside them {fr['heap_live_host_bytes']}")
+    near("trim_would_return", fr["trim_would_return"], returned, 0.05)
+
+
 main({
+    "heap_figures_of_their_own_moment": test_heap_figures_of_their_own_moment,
     "heap_figures_are_glibcs": test_heap_figures_are_glibcs,
     "fragmentation_found": test_fragmentation_found,
     "trim_would_return_what_trim_returns": test_trim_would_return_what_trim_returns,
