@@ -10,7 +10,6 @@
  *
  * May not: be installed; it is a test fixture.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdatomic.h>
