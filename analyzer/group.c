@@ -426,6 +426,7 @@ out:
 
 int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 {
+	size_t nrows = 0;
 	int r;
 
 	if (a->groups)
@@ -436,6 +437,14 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	mt_map_init(&a->groups->of_stack, sizeof(uint32_t));
 	mt_map_init(&a->groups->by_hash, sizeof(uint32_t));
 	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
+	/* the rows come in the slot order of the replay's tables, which hash the same keys:
+	 * of_stack sized for all of them at once, or their order makes probe runs thousands
+	 * of slots long as it grows (half the report's time on an import torch trace) */
+	for (uint32_t p = 0; p < a->nprocs; p++)
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			nrows += a->procs[p].kind[k].nrows;
+	if (mt_map_reserve(&a->groups->of_stack, nrows) < 0)
+		return -ENOMEM;
 	/* every stack first, so that the representatives are final before rows name them */
 	for (uint32_t p = 0; p < a->nprocs; p++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
