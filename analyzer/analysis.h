@@ -117,6 +117,7 @@ struct mt_process_result {
 };
 
 struct mt_analysis_run;
+struct mt_frames;
 struct mt_groups;
 
 struct mt_analysis {
@@ -129,7 +130,7 @@ struct mt_analysis {
 	struct mt_tree tree;         /* the process tree's combined RSS and Pss */
 	struct mt_analysis_run *run; /* while replaying */
 	struct mt_groups *groups;    /* after mt_analysis_group */
-	struct mt_map *py_lines; /* a Python frame's line by code object and lasti, made on use */
+	struct mt_frames *frames;    /* every frame shown, each once (frames.h), made on use */
 };
 
 /* What a command may add to the replay; every member may be NULL. */
