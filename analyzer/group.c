@@ -24,18 +24,23 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "frames.h"
 #include "label.h"
 #include "map.h"
 
 #define MAX_FRAMES 512
 
+/*
+ * A group's key is the content ids (frames.h) of its frames with its tail's
+ * id first: equal keys, equal strings, one group. The tail's id is 0 for no
+ * tail (and for an empty one, which the key has never told apart).
+ */
 struct group {
-	char *key;
-	size_t keylen;
-	uint32_t rep_instance, rep_stack;
-	struct mt_sym *frames;
+	uint32_t *key;    /* 1 + nframes */
+	uint32_t *frames; /* indices into the frame table */
 	unsigned nframes;
-	char *tail;
+	uint32_t rep_instance, rep_stack;
+	const char *tail; /* in tails, "" or NULL (a stack whose innermost frame is Python) */
 };
 
 struct mt_groups {
@@ -43,9 +48,15 @@ struct mt_groups {
 	struct mt_map of_stack; /* stack_instance << 32 | stack -> uint32_t group + 1, 0: none */
 	struct mt_map by_hash;  /* hash of a key -> uint32_t group + 1; collisions probe hash + 1 */
 	struct mt_map
-	        plumbing_of; /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
+	        plumbing_of;   /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
+	struct mt_map tail_of; /* a label frame's content id -> uint32_t tail id */
+	struct mt_map tail_by_hash; /* hash of a tail -> uint32_t tail id; collisions hash + 1 */
+	char **tails;               /* by id; [0] unused */
+	uint32_t ntails, tails_cap;
 	struct group *v;
 	uint32_t n, cap;
+	uint32_t frames[MAX_FRAMES];
+	uint32_t key[MAX_FRAMES + 1];
 	struct mt_sym scratch[MAX_FRAMES];
 };
 
@@ -73,21 +84,6 @@ static int text_put(struct text *t, const void *p, size_t n)
 	return 0;
 }
 
-static int text_str(struct text *t, const char *s)
-{
-	return text_put(t, s ? s : "", s ? strlen(s) + 1 : 1);
-}
-
-static int text_u64(struct text *t, uint64_t v)
-{
-	return text_put(t, &v, sizeof(v));
-}
-
-static bool is_python(const struct mt_sym *s)
-{
-	return s->module && !strcmp(s->module, "python");
-}
-
 /* The tail's label as a name: the function without parameters, or module+0xoffset, or 0xaddr. */
 static char *tail_name(const struct mt_sym *s)
 {
@@ -113,28 +109,6 @@ static char *tail_name(const struct mt_sym *s)
 	return t.s;
 }
 
-/* The key of frames[0..n) (the group's) with the tail's name: equal keys, one group. */
-static int make_key(struct text *t, const char *tail, const struct mt_sym *f, unsigned n)
-{
-	int r = text_str(t, tail);
-
-	for (unsigned i = 0; i < n && r == 0; i++) {
-		r = text_str(t, f[i].function);
-		if (r == 0)
-			r = text_str(t, f[i].file);
-		if (r == 0)
-			r = text_str(t, f[i].module);
-		if (r == 0)
-			r = text_u64(t, f[i].line);
-		/* an unnamed frame is its place in its module */
-		if (r == 0)
-			r = text_u64(t, f[i].function ? 0
-			                : f[i].module ? f[i].offset
-			                              : f[i].address);
-	}
-	return r;
-}
-
 static uint64_t hash_of(const char *s, size_t n)
 {
 	uint64_t h = 14695981039346656037ull;
@@ -144,8 +118,70 @@ static uint64_t hash_of(const char *s, size_t n)
 	return h;
 }
 
-static int new_group(struct mt_groups *g, struct text *key, const char *tail_src,
-                     const struct mt_sym *frames, unsigned n, uint32_t si, uint32_t stack)
+static uint64_t hash_key(const uint32_t *k, size_t n)
+{
+	uint64_t h = n;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ k[i]) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 32;
+}
+
+/*
+ * The id of the tail a label frame makes, its name in *name: the name
+ * depends only on what the frame's content id stands for, so it is made
+ * once per content; 0 for an empty name. A negative errno.
+ */
+static int64_t tail_of(struct mt_groups *g, const struct mt_frame *label, const char **name)
+{
+	uint32_t *slot = mt_map_get(&g->tail_of, label->content), *found, id = 0;
+	char *t;
+	uint64_t h;
+	bool created;
+
+	if (slot) {
+		*name = *slot ? g->tails[*slot] : "";
+		return *slot;
+	}
+	if (!(t = tail_name(&label->sym)))
+		return -ENOMEM;
+	for (h = hash_of(t, strlen(t)); t[0]; h++) {
+		if (!(found = mt_map_put(&g->tail_by_hash, h, &created)))
+			goto nomem;
+		if (!created) {
+			if (strcmp(g->tails[*found], t))
+				continue;
+			id = *found;
+			break;
+		}
+		if (g->ntails >= g->tails_cap) {
+			uint32_t cap = g->tails_cap ? g->tails_cap * 2 : 64;
+			void *p = realloc(g->tails, cap * sizeof(*g->tails));
+			if (!p) {
+				mt_map_del(&g->tail_by_hash, h);
+				goto nomem;
+			}
+			g->tails = p;
+			g->tails_cap = cap;
+		}
+		g->tails[g->ntails] = t;
+		id = *found = g->ntails++;
+		t = NULL;
+		break;
+	}
+	free(t);
+	if (!(slot = mt_map_put(&g->tail_of, label->content, &created)))
+		return -ENOMEM;
+	*slot = id;
+	*name = id ? g->tails[id] : "";
+	return id;
+nomem:
+	free(t);
+	return -ENOMEM;
+}
+
+static int new_group(struct mt_groups *g, unsigned nkey, const char *tail, uint32_t si,
+                     uint32_t stack)
 {
 	struct group *grp;
 
@@ -158,19 +194,17 @@ static int new_group(struct mt_groups *g, struct text *key, const char *tail_src
 		g->cap = cap;
 	}
 	grp = &g->v[g->n];
-	*grp = (struct group){.key = key->s,
-	                      .keylen = key->len,
-	                      .rep_instance = si,
-	                      .rep_stack = stack,
-	                      .nframes = n};
-	grp->frames = malloc((n ? n : 1) * sizeof(*grp->frames));
-	if (!grp->frames)
+	*grp = (struct group){
+	        .nframes = nkey - 1, .rep_instance = si, .rep_stack = stack, .tail = tail};
+	grp->key = malloc(nkey * sizeof(*grp->key));
+	grp->frames = malloc(nkey * sizeof(*grp->frames));
+	if (!grp->key || !grp->frames) {
+		free(grp->key);
+		free(grp->frames);
 		return -ENOMEM;
-	memcpy(grp->frames, frames, n * sizeof(*frames));
-	grp->tail = (char *)tail_src;
-	if (n)
-		grp->frames[0].tail = grp->tail;
-	key->s = NULL;
+	}
+	memcpy(grp->key, g->key, nkey * sizeof(*grp->key));
+	memcpy(grp->frames, g->frames, (nkey - 1) * sizeof(*grp->frames));
 	return (int)++g->n;
 }
 
@@ -198,19 +232,20 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	struct mt_groups *g = a->groups;
 	uint64_t skey = (uint64_t)si << 32 | stack;
 	uint32_t *slot = mt_map_get(&g->of_stack, skey);
-	struct text key = {0};
-	char *tail = NULL;
+	const char *tail = NULL;
 	int n, py = -1, last = -1, r;
+	int64_t tail_id = 0;
+	unsigned nkey;
 	uint64_t h;
 	bool created;
 
 	if (slot)
 		return (int)*slot;
-	n = mt_analysis_native_frames(a, si, stack, g->scratch, MAX_FRAMES);
+	n = mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES);
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++)
-		if (is_python(&g->scratch[i])) {
+		if (mt_frames_at(a, g->frames[i])->flags & MT_FRAME_PYTHON) {
 			py = py < 0 ? i : py;
 			last = i;
 		}
@@ -220,32 +255,37 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	/* the interpreter's start (main, Py_RunMain, _start) outside the outermost one tells
 	 * nothing */
 	n = last + 1;
-	if (py > 0 &&
-	    !(tail = tail_name(&g->scratch[mt_label_frame_by(g->scratch, py, plumbing, g)]))) {
-		r = -ENOMEM;
-		goto fail;
+	if (py > 0) {
+		for (int i = 0; i < py; i++)
+			g->scratch[i] = mt_frames_at(a, g->frames[i])->sym;
+		tail_id = tail_of(
+		        g,
+		        mt_frames_at(a, g->frames[mt_label_frame_by(g->scratch, py, plumbing, g)]),
+		        &tail);
+		if (tail_id < 0)
+			return (int)tail_id;
 	}
-	if ((r = make_key(&key, tail, &g->scratch[py], (unsigned)(n - py))) < 0)
-		goto fail;
-	for (h = hash_of(key.s, key.len);; h++) {
+	/* the group's frames from the innermost Python one, and its key */
+	memmove(g->frames, g->frames + py, (size_t)(n - py) * sizeof(*g->frames));
+	nkey = (unsigned)(n - py) + 1;
+	g->key[0] = (uint32_t)tail_id;
+	for (unsigned i = 1; i < nkey; i++)
+		g->key[i] = mt_frames_at(a, g->frames[i - 1])->content;
+	for (h = hash_key(g->key, nkey);; h++) {
 		uint32_t *found = mt_map_put(&g->by_hash, h, &created);
-		if (!found) {
-			r = -ENOMEM;
-			goto fail;
-		}
+		struct group *grp;
+		if (!found)
+			return -ENOMEM;
 		if (created) {
-			if ((r = new_group(g, &key, tail, &g->scratch[py], (unsigned)(n - py), si,
-			                   stack)) < 0) {
+			if ((r = new_group(g, nkey, tail, si, stack)) < 0) {
 				mt_map_del(&g->by_hash, h);
-				goto fail;
+				return r;
 			}
-			tail = NULL;
 			*found = (uint32_t)r;
 			break;
 		}
-		if (g->v[*found - 1].keylen == key.len &&
-		    !memcmp(g->v[*found - 1].key, key.s, key.len)) {
-			struct group *grp = &g->v[*found - 1];
+		grp = &g->v[*found - 1];
+		if (grp->nframes + 1 == nkey && !memcmp(grp->key, g->key, nkey * sizeof(*g->key))) {
 			r = (int)*found;
 			/* the representative: the smallest stack met */
 			if (skey < ((uint64_t)grp->rep_instance << 32 | grp->rep_stack)) {
@@ -256,15 +296,9 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 		}
 	}
 done:
-	free(key.s);
-	free(tail);
 	if (!(slot = mt_map_put(&g->of_stack, skey, &created)))
 		return -ENOMEM;
 	*slot = (uint32_t)r;
-	return r;
-fail:
-	free(key.s);
-	free(tail);
 	return r;
 }
 
@@ -279,7 +313,10 @@ int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uin
 		return g < 0 ? g : mt_analysis_native_frames(a, stack_instance, stack, out, max);
 	grp = &a->groups->v[g - 1];
 	n = grp->nframes < max ? grp->nframes : max;
-	memcpy(out, grp->frames, n * sizeof(*out));
+	for (unsigned i = 0; i < n; i++)
+		out[i] = mt_frames_at(a, grp->frames[i])->sym;
+	if (n)
+		out[0].tail = grp->tail;
 	return (int)n;
 }
 
@@ -437,6 +474,9 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	mt_map_init(&a->groups->of_stack, sizeof(uint32_t));
 	mt_map_init(&a->groups->by_hash, sizeof(uint32_t));
 	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
+	mt_map_init(&a->groups->tail_of, sizeof(uint32_t));
+	mt_map_init(&a->groups->tail_by_hash, sizeof(uint32_t));
+	a->groups->ntails = 1; /* id 0: the empty name, kept nowhere */
 	/* the rows come in the slot order of the replay's tables, which hash the same keys:
 	 * of_stack sized for all of them at once, or their order makes probe runs thousands
 	 * of slots long as it grows (half the report's time on an import torch trace) */
@@ -494,11 +534,15 @@ void mt_groups_free(struct mt_groups *g)
 	for (uint32_t i = 0; i < g->n; i++) {
 		free(g->v[i].key);
 		free(g->v[i].frames);
-		free(g->v[i].tail);
 	}
+	for (uint32_t i = 1; i < g->ntails; i++)
+		free(g->tails[i]);
+	free(g->tails);
 	free(g->v);
 	mt_map_free(&g->of_stack);
 	mt_map_free(&g->by_hash);
 	mt_map_free(&g->plumbing_of);
+	mt_map_free(&g->tail_of);
+	mt_map_free(&g->tail_by_hash);
 	free(g);
 }
