@@ -36,6 +36,12 @@ struct run {
 struct instance_frames {
 	uint32_t id;
 	struct mt_map addrs; /* return address -> struct run */
+	/*
+	 * a PYSTACK's frames, by where the replay keeps them (they do not move once its first
+	 * pass is done, before any stack is asked for) -> uint64_t index into f->py_idx of
+	 * their frames' indices: a tenth of a torch trace's 12 million Python frames
+	 */
+	struct mt_map pystacks;
 };
 
 struct mt_frames {
@@ -50,6 +56,8 @@ struct mt_frames {
 	struct mt_map instances; /* instance id -> uint32_t index into inst + 1 */
 	struct instance_frames *inst;
 	uint32_t ninst, inst_cap;
+	uint32_t *py_idx;
+	size_t npy_idx, py_idx_cap;
 	uint32_t *scratch; /* mt_analysis_native_frames' indices */
 	unsigned scratch_cap;
 };
@@ -210,6 +218,7 @@ static struct instance_frames *instance_frames(struct mt_frames *f, uint32_t id)
 	}
 	f->inst[f->ninst].id = id;
 	mt_map_init(&f->inst[f->ninst].addrs, sizeof(struct run));
+	mt_map_init(&f->inst[f->ninst].pystacks, sizeof(uint64_t));
 	*slot = ++f->ninst;
 	return &f->inst[f->ninst - 1];
 }
@@ -220,7 +229,9 @@ static int native_run(struct mt_analysis *a, struct instance_frames *inf,
 {
 	struct mt_frames *f = a->frames;
 	struct mt_sym tmp[MAX_INLINED];
-	struct run *r = mt_map_get(&inf->addrs, address), run;
+	struct run *r = mt_map_get_small(&inf->addrs, address, MT_MAP_SHIFT(sizeof(*r)),
+	                                 MT_MAP_VOFF(sizeof(*r))),
+	           run;
 	bool created;
 	int got;
 
@@ -307,25 +318,59 @@ static int64_t python_frame(struct mt_analysis *a, uint32_t stack_instance,
 	return i;
 }
 
+/* The frames of a stack's PYSTACK (py, npy of them), made on its first stack, in *out. */
+static int pystack_frames(struct mt_analysis *a, struct instance_frames *inf,
+                          uint32_t stack_instance, const struct mt_pyframe *py, uint32_t npy,
+                          const uint32_t **out)
+{
+	struct mt_frames *f = a->frames;
+	uint64_t *at = mt_map_get(&inf->pystacks, (uint64_t)(uintptr_t)py);
+	size_t first = f->npy_idx;
+	bool created;
+
+	if (at) {
+		*out = f->py_idx + *at;
+		return 0;
+	}
+	if (f->npy_idx + npy > f->py_idx_cap) {
+		size_t cap = f->py_idx_cap ? f->py_idx_cap : 4096;
+		void *p;
+		while (cap < f->npy_idx + npy)
+			cap *= 2;
+		if (!(p = realloc(f->py_idx, cap * sizeof(*f->py_idx))))
+			return -ENOMEM;
+		f->py_idx = p;
+		f->py_idx_cap = cap;
+	}
+	for (uint32_t i = 0; i < npy; i++) {
+		int64_t idx = python_frame(a, stack_instance, &py[i]);
+		if (idx < 0)
+			return (int)idx;
+		f->py_idx[first + i] = (uint32_t)idx;
+	}
+	if (!(at = mt_map_put(&inf->pystacks, (uint64_t)(uintptr_t)py, &created)))
+		return -ENOMEM;
+	*at = first;
+	f->npy_idx += npy;
+	*out = f->py_idx + first;
+	return 0;
+}
+
 /*
  * Python frames in place of an eval frame: those of one activation, from
  * *next up to and including the next entry frame (all that are left when
- * none is). Returns how many it wrote at out[*count], or a negative errno.
+ * none is). Returns how many it wrote at out[*count].
  */
-static int python_activation(struct mt_analysis *a, uint32_t stack_instance,
-                             const struct mt_pyframe *py, uint32_t npy, uint32_t *next,
-                             uint32_t *out, unsigned *count, unsigned max)
+static unsigned python_activation(const struct mt_pyframe *py, const uint32_t *idx, uint32_t npy,
+                                  uint32_t *next, uint32_t *out, unsigned *count, unsigned max)
 {
-	int wrote = 0;
+	unsigned wrote = 0;
 
 	while (*next < npy && *count < max) {
-		const struct mt_pyframe *p = &py[(*next)++];
-		int64_t i = python_frame(a, stack_instance, p);
-		if (i < 0)
-			return (int)i;
-		out[(*count)++] = (uint32_t)i;
+		bool entry = py[*next].entry;
+		out[(*count)++] = idx[(*next)++];
 		wrote++;
-		if (p->entry)
+		if (entry)
 			break;
 	}
 	return wrote;
@@ -352,6 +397,7 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
 	const struct mt_pyframe *py = NULL;
+	const uint32_t *py_idx = NULL;
 	struct instance_frames *inf;
 	const uint64_t *frames;
 	uint32_t n, gen, npy = 0, next = 0;
@@ -370,6 +416,8 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 		return -ENOMEM;
 	if (!(inf = instance_frames(a->frames, stack_instance)))
 		return -ENOMEM;
+	if (npy && (r = pystack_frames(a, inf, stack_instance, py, npy, &py_idx)) < 0)
+		return r;
 	for (uint32_t i = 0; i < n && count < max; i++) {
 		struct run run;
 		if ((r = native_run(a, inf, in, frames[i], &run)) < 0)
@@ -383,22 +431,14 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 			leading = false;
 			/* the hybrid stack: an eval frame with no Python frames left stays */
 			if ((flags & F_EVAL) &&
-			    (r = python_activation(a, stack_instance, py, npy, &next, out, &count,
-			                           max)) != 0) {
-				if (r < 0)
-					return r;
+			    python_activation(py, py_idx, npy, &next, out, &count, max))
 				continue;
-			}
 			out[count++] = j;
 		}
 	}
 	/* a native stack cut short of the interpreter's outer activations: theirs go last */
-	while (next < npy && count < max) {
-		int64_t i = python_frame(a, stack_instance, &py[next++]);
-		if (i < 0)
-			return (int)i;
-		out[count++] = (uint32_t)i;
-	}
+	while (next < npy && count < max)
+		out[count++] = py_idx[next++];
 	return (int)count;
 }
 
@@ -432,8 +472,11 @@ void mt_frames_free(struct mt_frames *f)
 {
 	if (!f)
 		return;
-	for (uint32_t i = 0; i < f->ninst; i++)
+	for (uint32_t i = 0; i < f->ninst; i++) {
 		mt_map_free(&f->inst[i].addrs);
+		mt_map_free(&f->inst[i].pystacks);
+	}
+	free(f->py_idx);
 	free(f->inst);
 	free(f->v);
 	free(f->content_frame);
