@@ -27,7 +27,7 @@
 /* inlined frames a return address expands to, at most */
 #define MAX_INLINED 32
 
-/* A native address's frames: f->v[first .. first + n). */
+/* A native address's frames: the table's first .. first + n - 1. */
 struct run {
 	uint32_t first;
 	uint32_t n;
@@ -42,24 +42,6 @@ struct instance_frames {
 	 * their frames' indices: a tenth of a torch trace's 12 million Python frames
 	 */
 	struct mt_map pystacks;
-};
-
-struct mt_frames {
-	struct mt_frame *v;
-	uint32_t n, cap;
-	struct mt_map contents;  /* hash -> uint32_t content id + 1; a collision probes hash + 1 */
-	uint32_t *content_frame; /* content id -> the first frame with it */
-	uint32_t ncontents, contents_cap;
-	/* a code object (its address, 8-aligned, under 2^48) and lasti (under 2^19) -> frame + 1 */
-	struct mt_map python;
-	struct mt_map python_of; /* content id -> uint32_t Python frame + 1 */
-	struct mt_map instances; /* instance id -> uint32_t index into inst + 1 */
-	struct instance_frames *inst;
-	uint32_t ninst, inst_cap;
-	uint32_t *py_idx;
-	size_t npy_idx, py_idx_cap;
-	uint32_t *scratch; /* mt_analysis_native_frames' indices */
-	unsigned scratch_cap;
 };
 
 /* ---- contents ---- */
@@ -111,7 +93,7 @@ static int content_of(struct mt_frames *f, const struct mt_sym *s, uint32_t fram
 		if (!(slot = mt_map_put(&f->contents, h, &created)))
 			return -ENOMEM;
 		if (!created) {
-			if (same_content(&f->v[f->content_frame[*slot - 1]].sym, s))
+			if (same_content(&f->col.sym[f->content_frame[*slot - 1]], s))
 				return (int)(*slot - 1);
 			continue;
 		}
@@ -138,16 +120,24 @@ static int64_t add_frame(struct mt_frames *f, const struct mt_sym *s, uint8_t fl
 
 	if (f->n == f->cap) {
 		uint32_t cap = f->cap ? f->cap * 2 : 1024;
-		void *p = realloc(f->v, cap * sizeof(*f->v));
-		if (!p)
+		void *sym = realloc(f->col.sym, cap * sizeof(*f->col.sym)), *c, *fl;
+		if (sym)
+			f->col.sym = sym;
+		c = realloc(f->col.content, cap * sizeof(*f->col.content));
+		if (c)
+			f->col.content = c;
+		fl = realloc(f->col.flags, cap * sizeof(*f->col.flags));
+		if (fl)
+			f->col.flags = fl;
+		if (!sym || !c || !fl)
 			return -ENOMEM;
-		f->v = p;
 		f->cap = cap;
 	}
-	f->v[f->n] = (struct mt_frame){.sym = *s, .flags = flags};
+	f->col.sym[f->n] = *s;
+	f->col.flags[f->n] = flags;
 	if ((content = content_of(f, s, f->n)) < 0)
 		return content;
-	f->v[f->n].content = (uint32_t)content;
+	f->col.content[f->n] = (uint32_t)content;
 	return f->n++;
 }
 
@@ -268,7 +258,7 @@ static int64_t python_content(struct mt_frames *f, const struct mt_sym *s)
 
 	if (i < 0)
 		return i;
-	if (!(slot = mt_map_put(&f->python_of, f->v[i].content, &created)))
+	if (!(slot = mt_map_put(&f->python_of, f->col.content[i], &created)))
 		return -ENOMEM;
 	if (created)
 		*slot = (uint32_t)i + 1;
@@ -423,7 +413,7 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 		if ((r = native_run(a, inf, in, frames[i], &run)) < 0)
 			return r;
 		for (uint32_t j = run.first; j < run.first + run.n && count < max; j++) {
-			uint8_t flags = a->frames->v[j].flags;
+			uint8_t flags = a->frames->col.flags[j];
 			if (flags & F_MEMTRACE)
 				continue;
 			if (leading && (flags & F_ALLOCATOR))
@@ -440,11 +430,6 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	while (next < npy && count < max)
 		out[count++] = py_idx[next++];
 	return (int)count;
-}
-
-const struct mt_frame *mt_frames_at(const struct mt_analysis *a, uint32_t i)
-{
-	return &a->frames->v[i];
 }
 
 int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
@@ -464,7 +449,7 @@ int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, ui
 	}
 	n = mt_frames_of_stack(a, stack_instance, stack, f->scratch, max);
 	for (int i = 0; i < n; i++)
-		out[i] = a->frames->v[f->scratch[i]].sym;
+		out[i] = f->col.sym[f->scratch[i]];
 	return n;
 }
 
@@ -478,7 +463,9 @@ void mt_frames_free(struct mt_frames *f)
 	}
 	free(f->py_idx);
 	free(f->inst);
-	free(f->v);
+	free(f->col.sym);
+	free(f->col.content);
+	free(f->col.flags);
 	free(f->content_frame);
 	free(f->scratch);
 	mt_map_free(&f->contents);

@@ -132,9 +132,10 @@ static uint64_t hash_key(const uint32_t *k, size_t n)
  * depends only on what the frame's content id stands for, so it is made
  * once per content; 0 for an empty name. A negative errno.
  */
-static int64_t tail_of(struct mt_groups *g, const struct mt_frame *label, const char **name)
+static int64_t tail_of(struct mt_groups *g, const struct mt_sym *label, uint32_t content,
+                       const char **name)
 {
-	uint32_t *slot = mt_map_get(&g->tail_of, label->content), *found, id = 0;
+	uint32_t *slot = mt_map_get(&g->tail_of, content), *found, id = 0;
 	char *t;
 	uint64_t h;
 	bool created;
@@ -143,7 +144,7 @@ static int64_t tail_of(struct mt_groups *g, const struct mt_frame *label, const 
 		*name = *slot ? g->tails[*slot] : "";
 		return *slot;
 	}
-	if (!(t = tail_name(&label->sym)))
+	if (!(t = tail_name(label)))
 		return -ENOMEM;
 	for (h = hash_of(t, strlen(t)); t[0]; h++) {
 		if (!(found = mt_map_put(&g->tail_by_hash, h, &created)))
@@ -170,7 +171,7 @@ static int64_t tail_of(struct mt_groups *g, const struct mt_frame *label, const 
 		break;
 	}
 	free(t);
-	if (!(slot = mt_map_put(&g->tail_of, label->content, &created)))
+	if (!(slot = mt_map_put(&g->tail_of, content, &created)))
 		return -ENOMEM;
 	*slot = id;
 	*name = id ? g->tails[id] : "";
@@ -232,6 +233,7 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	struct mt_groups *g = a->groups;
 	uint64_t skey = (uint64_t)si << 32 | stack;
 	uint32_t *slot = mt_map_get(&g->of_stack, skey);
+	const struct mt_frame_columns *col;
 	const char *tail = NULL;
 	int n, py = -1, last = -1, r;
 	int64_t tail_id = 0;
@@ -244,8 +246,9 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	n = mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES);
 	if (n < 0)
 		return n;
+	col = mt_frames_col(a);
 	for (int i = 0; i < n; i++)
-		if (mt_frames_at(a, g->frames[i])->flags & MT_FRAME_PYTHON) {
+		if (col->flags[g->frames[i]] & MT_FRAME_PYTHON) {
 			py = py < 0 ? i : py;
 			last = i;
 		}
@@ -256,12 +259,11 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	 * nothing */
 	n = last + 1;
 	if (py > 0) {
+		uint32_t label;
 		for (int i = 0; i < py; i++)
-			g->scratch[i] = mt_frames_at(a, g->frames[i])->sym;
-		tail_id = tail_of(
-		        g,
-		        mt_frames_at(a, g->frames[mt_label_frame_by(g->scratch, py, plumbing, g)]),
-		        &tail);
+			g->scratch[i] = col->sym[g->frames[i]];
+		label = g->frames[mt_label_frame_by(g->scratch, py, plumbing, g)];
+		tail_id = tail_of(g, &col->sym[label], col->content[label], &tail);
 		if (tail_id < 0)
 			return (int)tail_id;
 	}
@@ -270,7 +272,7 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	nkey = (unsigned)(n - py) + 1;
 	g->key[0] = (uint32_t)tail_id;
 	for (unsigned i = 1; i < nkey; i++)
-		g->key[i] = mt_frames_at(a, g->frames[i - 1])->content;
+		g->key[i] = col->content[g->frames[i - 1]];
 	for (h = hash_key(g->key, nkey);; h++) {
 		uint32_t *found = mt_map_put(&g->by_hash, h, &created);
 		struct group *grp;
@@ -314,7 +316,7 @@ int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uin
 	grp = &a->groups->v[g - 1];
 	n = grp->nframes < max ? grp->nframes : max;
 	for (unsigned i = 0; i < n; i++)
-		out[i] = mt_frames_at(a, grp->frames[i])->sym;
+		out[i] = mt_frames_col(a)->sym[grp->frames[i]];
 	if (n)
 		out[0].tail = grp->tail;
 	return (int)n;
