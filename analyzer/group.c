@@ -324,20 +324,20 @@ int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uin
 
 /* ---- rows ---- */
 
+/* a row's place in the sort, its key inside: 700,000 rows' keys read through pointers missed */
 struct entry {
+	uint64_t stack; /* stack_instance << 32 | stack */
 	uint32_t group; /* + 1; 0: in none */
-	const struct mt_stack_row *row;
+	uint32_t row;
 };
 
 static int cmp_entry(const void *x, const void *y)
 {
 	const struct entry *a = x, *b = y;
-	uint64_t ka = (uint64_t)a->row->stack_instance << 32 | a->row->stack;
-	uint64_t kb = (uint64_t)b->row->stack_instance << 32 | b->row->stack;
 
 	if (a->group != b->group)
 		return a->group < b->group ? -1 : 1;
-	return ka < kb ? -1 : ka > kb;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
 int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *rows, size_t n,
@@ -351,14 +351,17 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 
 	*out = NULL;
 	*nout = 0;
-	if (!e)
-		return -ENOMEM;
+	if (n > UINT32_MAX || !e) {
+		free(e);
+		return n > UINT32_MAX ? -EOVERFLOW : -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if ((r = group_of(a, rows[i].stack_instance, rows[i].stack)) < 0) {
 			free(e);
 			return r;
 		}
-		e[i] = (struct entry){(uint32_t)r, &rows[i]};
+		e[i] = (struct entry){(uint64_t)rows[i].stack_instance << 32 | rows[i].stack,
+		                      (uint32_t)r, (uint32_t)i};
 	}
 	qsort(e, n, sizeof(*e), cmp_entry);
 	/* one block: the rows, then the stacks merged in them */
@@ -369,7 +372,7 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 	}
 	refs = (struct mt_stack_ref *)(res + (n ? n : 1));
 	for (size_t i = 0; i < n; i++) {
-		const struct mt_stack_row *row = e[i].row;
+		const struct mt_stack_row *row = &rows[e[i].row];
 		struct mt_stack_row *o;
 		refs[i] = (struct mt_stack_ref){row->stack_instance, row->stack};
 		if (!e[i].group || !m || e[i - 1].group != e[i].group) {
