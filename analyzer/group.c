@@ -516,6 +516,16 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	return 0;
 }
 
+void mt_analysis_drop_stack_rows(struct mt_analysis *a)
+{
+	for (uint32_t p = 0; p < a->nprocs; p++)
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			free(a->procs[p].kind[k].stack_rows);
+			a->procs[p].kind[k].stack_rows = NULL;
+			a->procs[p].kind[k].nstack_rows = 0;
+		}
+}
+
 int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack)
 {
 	int g = a->groups ? group_of(a, *stack_instance, *stack) : 0;
