@@ -395,6 +395,9 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	bool leading = true;
 	int r;
 
+	/* the table even for no frames: a caller reads its columns after any call */
+	if (!frames_made(a))
+		return -ENOMEM;
 	if (!in || mt_replay_stack(a->replay, stack_instance, stack, &frames, &n, &gen) < 0)
 		return 0;
 	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
@@ -402,8 +405,6 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 		a->sym = NULL;
 		return r;
 	}
-	if (!frames_made(a))
-		return -ENOMEM;
 	if (!(inf = instance_frames(a->frames, stack_instance)))
 		return -ENOMEM;
 	if (npy && (r = pystack_frames(a, inf, stack_instance, py, npy, &py_idx)) < 0)

@@ -48,8 +48,9 @@ struct mt_groups {
 	struct mt_map of_stack; /* stack_instance << 32 | stack -> uint32_t group + 1, 0: none */
 	struct mt_map by_hash;  /* hash of a key -> uint32_t group + 1; collisions probe hash + 1 */
 	struct mt_map
-	        plumbing_of;   /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
-	struct mt_map tail_of; /* a label frame's content id -> uint32_t tail id */
+	        plumbing_of; /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
+	/* a label frame's content id << 1 | whether it has a function -> uint32_t tail id */
+	struct mt_map tail_of;
 	struct mt_map tail_by_hash; /* hash of a tail -> uint32_t tail id; collisions hash + 1 */
 	char **tails;               /* by id; [0] unused */
 	uint32_t ntails, tails_cap;
@@ -129,13 +130,16 @@ static uint64_t hash_key(const uint32_t *k, size_t n)
 
 /*
  * The id of the tail a label frame makes, its name in *name: the name
- * depends only on what the frame's content id stands for, so it is made
- * once per content; 0 for an empty name. A negative errno.
+ * depends only on what the frame's content id stands for and on whether
+ * it has a function, so it is made once per pair; 0 for an empty name. A
+ * negative errno.
  */
 static int64_t tail_of(struct mt_groups *g, const struct mt_sym *label, uint32_t content,
                        const char **name)
 {
-	uint32_t *slot = mt_map_get(&g->tail_of, content), *found, id = 0;
+	/* a name "" and none are one content, but not one tail */
+	uint64_t key = (uint64_t)content << 1 | (label->function != NULL);
+	uint32_t *slot = mt_map_get(&g->tail_of, key), *found, id = 0;
 	char *t;
 	uint64_t h;
 	bool created;
@@ -171,7 +175,7 @@ static int64_t tail_of(struct mt_groups *g, const struct mt_sym *label, uint32_t
 		break;
 	}
 	free(t);
-	if (!(slot = mt_map_put(&g->tail_of, content, &created)))
+	if (!(slot = mt_map_put(&g->tail_of, key, &created)))
 		return -ENOMEM;
 	*slot = id;
 	*name = id ? g->tails[id] : "";
