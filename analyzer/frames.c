@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "grow.h"
 #include "map.h"
 #include "pyframes.h"
 #include "pystacks.h"
@@ -97,15 +98,10 @@ static int content_of(struct mt_frames *f, const struct mt_sym *s, uint32_t fram
 				return (int)(*slot - 1);
 			continue;
 		}
-		if (f->ncontents == f->contents_cap) {
-			uint32_t cap = f->contents_cap ? f->contents_cap * 2 : 1024;
-			void *p = realloc(f->content_frame, cap * sizeof(*f->content_frame));
-			if (!p) {
-				mt_map_del(&f->contents, h);
-				return -ENOMEM;
-			}
-			f->content_frame = p;
-			f->contents_cap = cap;
+		if (mt_grow((void **)&f->content_frame, &f->contents_cap, (size_t)f->ncontents + 1,
+		            sizeof(*f->content_frame)) < 0) {
+			mt_map_del(&f->contents, h);
+			return -ENOMEM;
 		}
 		f->content_frame[f->ncontents] = frame;
 		*slot = ++f->ncontents;
@@ -118,21 +114,12 @@ static int64_t add_frame(struct mt_frames *f, const struct mt_sym *s, uint8_t fl
 {
 	int content;
 
-	if (f->n == f->cap) {
-		uint32_t cap = f->cap ? f->cap * 2 : 1024;
-		void *sym = realloc(f->col.sym, cap * sizeof(*f->col.sym)), *c, *fl;
-		if (sym)
-			f->col.sym = sym;
-		c = realloc(f->col.content, cap * sizeof(*f->col.content));
-		if (c)
-			f->col.content = c;
-		fl = realloc(f->col.flags, cap * sizeof(*f->col.flags));
-		if (fl)
-			f->col.flags = fl;
-		if (!sym || !c || !fl)
-			return -ENOMEM;
-		f->cap = cap;
-	}
+	if (mt_grow((void **)&f->col.sym, &f->cap[0], (size_t)f->n + 1, sizeof(*f->col.sym)) < 0 ||
+	    mt_grow((void **)&f->col.content, &f->cap[1], (size_t)f->n + 1,
+	            sizeof(*f->col.content)) < 0 ||
+	    mt_grow((void **)&f->col.flags, &f->cap[2], (size_t)f->n + 1, sizeof(*f->col.flags)) <
+	            0)
+		return -ENOMEM;
 	f->col.sym[f->n] = *s;
 	f->col.flags[f->n] = flags;
 	if ((content = content_of(f, s, f->n)) < 0)
@@ -196,15 +183,9 @@ static struct instance_frames *instance_frames(struct mt_frames *f, uint32_t id)
 		return NULL;
 	if (!created)
 		return &f->inst[*slot - 1];
-	if (f->ninst == f->inst_cap) {
-		uint32_t cap = f->inst_cap ? f->inst_cap * 2 : 4;
-		void *p = realloc(f->inst, cap * sizeof(*f->inst));
-		if (!p) {
-			mt_map_del(&f->instances, id);
-			return NULL;
-		}
-		f->inst = p;
-		f->inst_cap = cap;
+	if (mt_grow((void **)&f->inst, &f->inst_cap, (size_t)f->ninst + 1, sizeof(*f->inst)) < 0) {
+		mt_map_del(&f->instances, id);
+		return NULL;
 	}
 	f->inst[f->ninst].id = id;
 	mt_map_init(&f->inst[f->ninst].addrs, sizeof(struct run));
@@ -322,16 +303,8 @@ static int pystack_frames(struct mt_analysis *a, struct instance_frames *inf,
 		*out = f->py_idx + *at;
 		return 0;
 	}
-	if (f->npy_idx + npy > f->py_idx_cap) {
-		size_t cap = f->py_idx_cap ? f->py_idx_cap : 4096;
-		void *p;
-		while (cap < f->npy_idx + npy)
-			cap *= 2;
-		if (!(p = realloc(f->py_idx, cap * sizeof(*f->py_idx))))
-			return -ENOMEM;
-		f->py_idx = p;
-		f->py_idx_cap = cap;
-	}
+	if (mt_grow((void **)&f->py_idx, &f->py_idx_cap, f->npy_idx + npy, sizeof(*f->py_idx)) < 0)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < npy; i++) {
 		int64_t idx = python_frame(a, stack_instance, &py[i]);
 		if (idx < 0)

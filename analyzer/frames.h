@@ -36,16 +36,19 @@ struct mt_frame_columns {
 
 struct mt_frames {
 	struct mt_frame_columns col;
-	uint32_t n, cap;
+	uint32_t n;
+	size_t cap[3];           /* of each column */
 	struct mt_map contents;  /* hash -> uint32_t content id + 1; a collision probes hash + 1 */
 	uint32_t *content_frame; /* content id -> the first frame with it */
-	uint32_t ncontents, contents_cap;
+	uint32_t ncontents;
+	size_t contents_cap;
 	/* a code object (its address, 8-aligned, under 2^48) and lasti (under 2^19) -> frame + 1 */
 	struct mt_map python;
 	struct mt_map python_of; /* content id -> uint32_t Python frame + 1 */
 	struct mt_map instances; /* instance id -> uint32_t index into inst + 1 */
 	struct instance_frames *inst;
-	uint32_t ninst, inst_cap;
+	uint32_t ninst;
+	size_t inst_cap;
 	uint32_t *py_idx; /* the PYSTACKs' frames, as the table's */
 	size_t npy_idx, py_idx_cap;
 	uint32_t *scratch; /* mt_analysis_native_frames' indices */

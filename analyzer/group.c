@@ -25,6 +25,7 @@
 
 #include "analysis.h"
 #include "frames.h"
+#include "grow.h"
 #include "label.h"
 #include "map.h"
 
@@ -53,7 +54,8 @@ struct mt_groups {
 	struct mt_map tail_of;
 	struct mt_map tail_by_hash; /* hash of a tail -> uint32_t tail id; collisions hash + 1 */
 	char **tails;               /* by id; [0] unused */
-	uint32_t ntails, tails_cap;
+	uint32_t ntails;
+	size_t tails_cap;
 	struct group *v;
 	uint32_t n, cap;
 	uint32_t frames[MAX_FRAMES];
@@ -159,15 +161,10 @@ static int64_t tail_of(struct mt_groups *g, const struct mt_sym *label, uint32_t
 			id = *found;
 			break;
 		}
-		if (g->ntails >= g->tails_cap) {
-			uint32_t cap = g->tails_cap ? g->tails_cap * 2 : 64;
-			void *p = realloc(g->tails, cap * sizeof(*g->tails));
-			if (!p) {
-				mt_map_del(&g->tail_by_hash, h);
-				goto nomem;
-			}
-			g->tails = p;
-			g->tails_cap = cap;
+		if (mt_grow((void **)&g->tails, &g->tails_cap, (size_t)g->ntails + 1,
+		            sizeof(*g->tails)) < 0) {
+			mt_map_del(&g->tail_by_hash, h);
+			goto nomem;
 		}
 		g->tails[g->ntails] = t;
 		id = *found = g->ntails++;
