@@ -194,22 +194,23 @@ static struct instance_frames *instance_frames(struct mt_frames *f, uint32_t id)
 	return &f->inst[f->ninst - 1];
 }
 
-/* The frames of a return address of instance `in`, symbolized on its first stack. */
-static int native_run(struct mt_analysis *a, struct instance_frames *inf,
-                      const struct mt_instance *in, uint64_t address, struct run *out)
+/* The run of a return address met before, or NULL: inline, since 35 million frames ask. */
+static inline const struct run *known_run(const struct instance_frames *inf, uint64_t address)
+{
+	return mt_map_get_small(&inf->addrs, address, MT_MAP_SHIFT(sizeof(struct run)),
+	                        MT_MAP_VOFF(sizeof(struct run)));
+}
+
+/* The frames of a return address of instance `in` met the first time, symbolized. */
+static int new_run(struct mt_analysis *a, struct instance_frames *inf, const struct mt_instance *in,
+                   uint64_t address, struct run *out)
 {
 	struct mt_frames *f = a->frames;
 	struct mt_sym tmp[MAX_INLINED];
-	struct run *r = mt_map_get_small(&inf->addrs, address, MT_MAP_SHIFT(sizeof(*r)),
-	                                 MT_MAP_VOFF(sizeof(*r))),
-	           run;
+	struct run *r, run;
 	bool created;
 	int got;
 
-	if (r) {
-		*out = *r;
-		return 0;
-	}
 	got = mt_symbolize(a->sym, in, address, tmp, MAX_INLINED);
 	if (got <= 0) {
 		memset(tmp, 0, sizeof(tmp[0]));
@@ -383,8 +384,11 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	if (npy && (r = pystack_frames(a, inf, stack_instance, py, npy, &py_idx)) < 0)
 		return r;
 	for (uint32_t i = 0; i < n && count < max; i++) {
+		const struct run *known = known_run(inf, frames[i]);
 		struct run run;
-		if ((r = native_run(a, inf, in, frames[i], &run)) < 0)
+		if (known)
+			run = *known;
+		else if ((r = new_run(a, inf, in, frames[i], &run)) < 0)
 			return r;
 		for (uint32_t j = run.first; j < run.first + run.n && count < max; j++) {
 			uint8_t flags = a->frames->col.flags[j];
