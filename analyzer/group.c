@@ -41,7 +41,11 @@ struct group {
 	uint32_t *frames; /* indices into the frame table */
 	unsigned nframes;
 	uint32_t rep_instance, rep_stack;
-	const char *tail; /* in tails, "" or NULL (a stack whose innermost frame is Python) */
+	/*
+	 * the group's own copy of its tail's name, NULL for a stack whose innermost frame is
+	 * Python: flamegraph knows a folded frame's text by this address
+	 */
+	char *tail;
 };
 
 struct mt_groups {
@@ -196,13 +200,14 @@ static int new_group(struct mt_groups *g, unsigned nkey, const char *tail, uint3
 		g->cap = cap;
 	}
 	grp = &g->v[g->n];
-	*grp = (struct group){
-	        .nframes = nkey - 1, .rep_instance = si, .rep_stack = stack, .tail = tail};
+	*grp = (struct group){.nframes = nkey - 1, .rep_instance = si, .rep_stack = stack};
 	grp->key = malloc(nkey * sizeof(*grp->key));
 	grp->frames = malloc(nkey * sizeof(*grp->frames));
-	if (!grp->key || !grp->frames) {
+	grp->tail = tail ? strdup(tail) : NULL;
+	if (!grp->key || !grp->frames || (tail && !grp->tail)) {
 		free(grp->key);
 		free(grp->frames);
+		free(grp->tail);
 		return -ENOMEM;
 	}
 	memcpy(grp->key, g->key, nkey * sizeof(*grp->key));
@@ -550,6 +555,7 @@ void mt_groups_free(struct mt_groups *g)
 	for (uint32_t i = 0; i < g->n; i++) {
 		free(g->v[i].key);
 		free(g->v[i].frames);
+		free(g->v[i].tail);
 	}
 	for (uint32_t i = 1; i < g->ntails; i++)
 		free(g->tails[i]);
