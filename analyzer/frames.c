@@ -4,9 +4,9 @@
  * frames (more than one where calls were inlined) sit side by side in the
  * table with what the walk over a stack asks of each (memtrace's own, the
  * allocator's, an interpreter activation) decided when they were added; a
- * Python frame is kept once per content, so that a code object and its
- * twin in another instance share it. A content is looked up by a hash of
- * its strings, numbers and place, compared in full on a match.
+ * Python frame is kept once per code object and line. A content is looked
+ * up by a hash of its strings, numbers and place, compared in full on a
+ * match.
  *
  * May not: print; keep anything of a stack but its frames.
  */
@@ -231,22 +231,34 @@ static int new_run(struct mt_analysis *a, struct instance_frames *inf, const str
 
 /* ---- Python frames ---- */
 
-/* The frame of s, a Python frame: one per content. */
-static int64_t python_content(struct mt_frames *f, const struct mt_sym *s)
+/*
+ * The frame of s, a Python frame: one per code object's strings (by
+ * address, as the commands met them before the table: the viewer and
+ * flamegraph key their memos by them) and line.
+ */
+static int64_t python_same(struct mt_frames *f, const struct mt_sym *s)
 {
-	int64_t i = add_frame(f, s, MT_FRAME_PYTHON);
+	uint64_t h = ((uint64_t)(uintptr_t)s->function * 31 + (uintptr_t)s->file) * 31 + s->line;
 	uint32_t *slot;
 	bool created;
+	int64_t i;
 
-	if (i < 0)
+	for (;; h++) {
+		const struct mt_sym *o;
+		if (!(slot = mt_map_put(&f->python_of, h, &created)))
+			return -ENOMEM;
+		if (created)
+			break;
+		o = &f->col.sym[*slot - 1];
+		if (o->function == s->function && o->file == s->file && o->line == s->line)
+			return *slot - 1;
+	}
+	if ((i = add_frame(f, s, MT_FRAME_PYTHON)) < 0) {
+		mt_map_del(&f->python_of, h);
 		return i;
-	if (!(slot = mt_map_put(&f->python_of, f->col.content[i], &created)))
-		return -ENOMEM;
-	if (created)
-		*slot = (uint32_t)i + 1;
-	else
-		f->n--; /* one was there: the new one goes */
-	return *slot - 1;
+	}
+	*slot = (uint32_t)i + 1; /* add_frame puts nothing in python_of: the pointer holds */
+	return i;
 }
 
 /*
@@ -280,7 +292,7 @@ static int64_t python_frame(struct mt_analysis *a, uint32_t stack_instance,
 		s.file = c->file;
 		s.line = line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
 	}
-	if ((i = python_content(f, &s)) < 0) {
+	if ((i = python_same(f, &s)) < 0) {
 		if (slot)
 			mt_map_del(&f->python, (uint64_t)(uintptr_t)c >> 3 << 19 | py->lasti);
 		return i;

@@ -44,7 +44,9 @@ struct mt_frames {
 	size_t contents_cap;
 	/* a code object (its address, 8-aligned, under 2^48) and lasti (under 2^19) -> frame + 1 */
 	struct mt_map python;
-	struct mt_map python_of; /* content id -> uint32_t Python frame + 1 */
+	/* a hash of a Python frame's name, file (addresses) and line -> uint32_t frame + 1;
+	 * a collision probes hash + 1 */
+	struct mt_map python_of;
 	struct mt_map instances; /* instance id -> uint32_t index into inst + 1 */
 	struct instance_frames *inst;
 	uint32_t ninst;
