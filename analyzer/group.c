@@ -10,10 +10,10 @@
  * main) are left out. A stack
  * without Python frames is in no group and stays as it is.
  *
- * A stack's group is found once (its frames symbolized, a key made of
- * them) and kept; a group is known by its representative, the smallest
- * (stack_instance, stack) of the stacks met in it, so that every command
- * names a group the same way.
+ * A stack's group is found once (its frames from the frame table,
+ * frames.h, a key made of their content ids) and kept; a group is known by its representative, the
+ * smallest (stack_instance, stack) of the stacks met in it, so that every command names a group the
+ * same way.
  *
  * May not: print, read the environment.
  */
