@@ -23,9 +23,8 @@
 
 #include "analysis.h"
 #include "by-stack.h"
+#include "frames.h"
 #include "map.h"
-#include "pyframes.h"
-#include "pystacks.h"
 
 /* munmap works in pages: the replay rounds lengths the same way. */
 #define PAGE_ROUND     4096u
@@ -65,7 +64,7 @@ struct mt_analysis_run {
 	uint32_t last_thread;
 	struct thread_state *threads;
 	uint32_t nthreads, threads_cap;
-	struct mt_map candidates[MT_KIND_COUNT];    /* addr -> struct candidate */
+	struct mt_map candidates[MT_KIND_COUNT];         /* addr -> struct candidate */
 	struct mt_by_stack temp_by_stack[MT_KIND_COUNT]; /* temporary allocations by stack */
 	/* the failed allocation being snapshot */
 	struct mt_fail_snapshot *snap;
@@ -687,10 +686,7 @@ void mt_analysis_free(struct mt_analysis *a)
 	}
 	free(a->procs);
 	mt_groups_free(a->groups);
-	if (a->py_lines) {
-		mt_map_free(a->py_lines);
-		free(a->py_lines);
-	}
+	mt_frames_free(a->frames);
 	if (a->sym)
 		mt_symbolizer_free(a->sym);
 	mt_replay_free(a->replay);
@@ -700,152 +696,10 @@ void mt_analysis_free(struct mt_analysis *a)
 
 /* ---- frames ---- */
 
-static bool in_memtrace(const char *module)
-{
-	const char *base;
-
-	if (!module)
-		return false;
-	base = strrchr(module, '/');
-	base = base ? base + 1 : module;
-	return !strncmp(base, "libmemtrace.so", 14) || !strncmp(base, "libmemtrace-", 12);
-}
-
-/*
- * The allocator's own frames: C++ operator new and new[], demangled or not,
- * and, for what the CUPTI module saw, CUPTI and the CUDA driver below the
- * driver call.
- */
-static bool is_allocator(const struct mt_sym *s)
-{
-	const char *f = s->function, *base = s->module ? strrchr(s->module, '/') : NULL;
-
-	base = base ? base + 1 : s->module;
-	if (base && (!strncmp(base, "libcupti.so", 11) || !strncmp(base, "libcuda.so", 10)))
-		return true;
-	return f && (!strncmp(f, "operator new", 12) || !strncmp(f, "_Znw", 4) ||
-	             !strncmp(f, "_Zna", 4));
-}
-
-/* The native frame of one interpreter activation: CPython's, or a compiler's clone of it. */
-static bool is_eval_frame(const struct mt_sym *s)
-{
-	static const char eval[] = "_PyEval_EvalFrameDefault";
-
-	return s->function && !strncmp(s->function, eval, sizeof(eval) - 1) &&
-	       (s->function[sizeof(eval) - 1] == 0 || s->function[sizeof(eval) - 1] == '.');
-}
-
-/*
- * A Python frame as an ordinary one (docs/json-report.md): its code
- * object's qualified name, file and line, module "python". A code object
- * the trace does not describe (id 0: one the capture could not read) is
- * "<unknown Python frame>".
- */
-static struct mt_sym python_frame(struct mt_analysis *a, uint32_t stack_instance,
-                                  const struct mt_pyframe *f)
-{
-	const struct mt_pycode *c = mt_replay_pycode(a->replay, stack_instance, f->code);
-	struct mt_sym s = {.function = "<unknown Python frame>", .module = "python"};
-	int64_t line, *cached = NULL;
-	bool created = false;
-
-	if (!c)
-		return s;
-	/*
-	 * Grouping asks for every stack's frames, each line a walk of a line table: kept by the
-	 * code object (its address, 8-aligned, under 2^48) and lasti (under 2^19, or not kept).
-	 */
-	if (!a->py_lines && (a->py_lines = malloc(sizeof(*a->py_lines))))
-		mt_map_init(a->py_lines, sizeof(int64_t));
-	if (a->py_lines && f->lasti < (1u << 19) && (uintptr_t)c < ((uint64_t)1 << 48) &&
-	    (cached = mt_map_put(a->py_lines, (uint64_t)(uintptr_t)c >> 3 << 19 | f->lasti,
-	                         &created)) &&
-	    !created) {
-		line = *cached;
-		goto have;
-	}
-	line = mt_pyframe_line(c->version, (int64_t)c->first_line, c->linetable, c->linetable_len,
-	                       f->lasti);
-	if (cached)
-		*cached = line;
-have:
-	s.function = c->name;
-	s.file = c->file;
-	s.line = line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
-	return s;
-}
-
-/*
- * Python frames in place of an eval frame: those of one activation, from
- * *next up to and including the next entry frame (all that are left when
- * none is). Returns how many it wrote at out[*count].
- */
-static unsigned python_activation(struct mt_analysis *a, uint32_t stack_instance,
-                                  const struct mt_pyframe *py, uint32_t npy, uint32_t *next,
-                                  struct mt_sym *out, unsigned *count, unsigned max)
-{
-	unsigned wrote = 0;
-
-	while (*next < npy && *count < max) {
-		const struct mt_pyframe *f = &py[(*next)++];
-		out[(*count)++] = python_frame(a, stack_instance, f);
-		wrote++;
-		if (f->entry)
-			break;
-	}
-	return wrote;
-}
-
 int mt_analysis_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        struct mt_sym *out, unsigned max)
 {
 	if (a->groups)
 		return mt_analysis_group_frames(a, stack_instance, stack, out, max);
 	return mt_analysis_native_frames(a, stack_instance, stack, out, max);
-}
-
-int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
-                              struct mt_sym *out, unsigned max)
-{
-	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
-	const struct mt_pyframe *py = NULL;
-	const uint64_t *frames;
-	uint32_t n, gen, npy = 0, next = 0;
-	unsigned count = 0;
-	bool leading = true;
-	struct mt_sym tmp[32];
-	int r;
-
-	if (!in || mt_replay_stack(a->replay, stack_instance, stack, &frames, &n, &gen) < 0)
-		return 0;
-	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
-	if (!a->sym && (r = mt_symbolizer_new(&a->sym)) < 0) {
-		a->sym = NULL;
-		return r;
-	}
-	for (uint32_t i = 0; i < n && count < max; i++) {
-		int got = mt_symbolize(a->sym, in, frames[i], tmp, sizeof(tmp) / sizeof(tmp[0]));
-		if (got <= 0) {
-			memset(tmp, 0, sizeof(tmp[0]));
-			tmp[0].address = frames[i];
-			got = 1;
-		}
-		for (int j = 0; j < got && count < max; j++) {
-			if (in_memtrace(tmp[j].module))
-				continue;
-			if (leading && is_allocator(&tmp[j]))
-				continue;
-			leading = false;
-			/* the hybrid stack: an eval frame with no Python frames left stays */
-			if (is_eval_frame(&tmp[j]) &&
-			    python_activation(a, stack_instance, py, npy, &next, out, &count, max))
-				continue;
-			out[count++] = tmp[j];
-		}
-	}
-	/* a native stack cut short of the interpreter's outer activations: theirs go last */
-	while (next < npy && count < max)
-		out[count++] = python_frame(a, stack_instance, &py[next++]);
-	return (int)count;
 }

@@ -10,10 +10,10 @@
  * main) are left out. A stack
  * without Python frames is in no group and stays as it is.
  *
- * A stack's group is found once (its frames symbolized, a key made of
- * them) and kept; a group is known by its representative, the smallest
- * (stack_instance, stack) of the stacks met in it, so that every command
- * names a group the same way.
+ * A stack's group is found once (its frames from the frame table,
+ * frames.h, a key made of their content ids) and kept; a group is known by its representative, the
+ * smallest (stack_instance, stack) of the stacks met in it, so that every command names a group the
+ * same way.
  *
  * May not: print, read the environment.
  */
@@ -24,17 +24,27 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "frames.h"
+#include "grow.h"
 #include "label.h"
 #include "map.h"
 
 #define MAX_FRAMES 512
 
+/*
+ * A group's key is the content ids (frames.h) of its frames with its tail's
+ * id first: equal keys, equal strings, one group. The tail's id is 0 for no
+ * tail (and for an empty one, which the key has never told apart).
+ */
 struct group {
-	char *key;
-	size_t keylen;
-	uint32_t rep_instance, rep_stack;
-	struct mt_sym *frames;
+	uint32_t *key;    /* 1 + nframes */
+	uint32_t *frames; /* indices into the frame table */
 	unsigned nframes;
+	uint32_t rep_instance, rep_stack;
+	/*
+	 * the group's own copy of its tail's name, NULL for a stack whose innermost frame is
+	 * Python: flamegraph knows a folded frame's text by this address
+	 */
 	char *tail;
 };
 
@@ -44,8 +54,16 @@ struct mt_groups {
 	struct mt_map by_hash;  /* hash of a key -> uint32_t group + 1; collisions probe hash + 1 */
 	struct mt_map
 	        plumbing_of; /* a function's interned name -> uint8_t 1: not plumbing, 2: is */
+	/* a label frame's content id << 1 | whether it has a function -> uint32_t tail id */
+	struct mt_map tail_of;
+	struct mt_map tail_by_hash; /* hash of a tail -> uint32_t tail id; collisions hash + 1 */
+	char **tails;               /* by id; [0] unused */
+	uint32_t ntails;
+	size_t tails_cap;
 	struct group *v;
 	uint32_t n, cap;
+	uint32_t frames[MAX_FRAMES];
+	uint32_t key[MAX_FRAMES + 1];
 	struct mt_sym scratch[MAX_FRAMES];
 };
 
@@ -73,21 +91,6 @@ static int text_put(struct text *t, const void *p, size_t n)
 	return 0;
 }
 
-static int text_str(struct text *t, const char *s)
-{
-	return text_put(t, s ? s : "", s ? strlen(s) + 1 : 1);
-}
-
-static int text_u64(struct text *t, uint64_t v)
-{
-	return text_put(t, &v, sizeof(v));
-}
-
-static bool is_python(const struct mt_sym *s)
-{
-	return s->module && !strcmp(s->module, "python");
-}
-
 /* The tail's label as a name: the function without parameters, or module+0xoffset, or 0xaddr. */
 static char *tail_name(const struct mt_sym *s)
 {
@@ -113,28 +116,6 @@ static char *tail_name(const struct mt_sym *s)
 	return t.s;
 }
 
-/* The key of frames[0..n) (the group's) with the tail's name: equal keys, one group. */
-static int make_key(struct text *t, const char *tail, const struct mt_sym *f, unsigned n)
-{
-	int r = text_str(t, tail);
-
-	for (unsigned i = 0; i < n && r == 0; i++) {
-		r = text_str(t, f[i].function);
-		if (r == 0)
-			r = text_str(t, f[i].file);
-		if (r == 0)
-			r = text_str(t, f[i].module);
-		if (r == 0)
-			r = text_u64(t, f[i].line);
-		/* an unnamed frame is its place in its module */
-		if (r == 0)
-			r = text_u64(t, f[i].function ? 0
-			                : f[i].module ? f[i].offset
-			                              : f[i].address);
-	}
-	return r;
-}
-
 static uint64_t hash_of(const char *s, size_t n)
 {
 	uint64_t h = 14695981039346656037ull;
@@ -144,8 +125,69 @@ static uint64_t hash_of(const char *s, size_t n)
 	return h;
 }
 
-static int new_group(struct mt_groups *g, struct text *key, const char *tail_src,
-                     const struct mt_sym *frames, unsigned n, uint32_t si, uint32_t stack)
+static uint64_t hash_key(const uint32_t *k, size_t n)
+{
+	uint64_t h = n;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ k[i]) * 0x9e3779b97f4a7c15ull;
+	return h ^ h >> 32;
+}
+
+/*
+ * The id of the tail a label frame makes, its name in *name: the name
+ * depends only on what the frame's content id stands for and on whether
+ * it has a function, so it is made once per pair; 0 for an empty name. A
+ * negative errno.
+ */
+static int64_t tail_of(struct mt_groups *g, const struct mt_sym *label, uint32_t content,
+                       const char **name)
+{
+	/* a name "" and none are one content, but not one tail */
+	uint64_t key = (uint64_t)content << 1 | (label->function != NULL);
+	uint32_t *slot = mt_map_get(&g->tail_of, key), *found, id = 0;
+	char *t;
+	uint64_t h;
+	bool created;
+
+	if (slot) {
+		*name = *slot ? g->tails[*slot] : "";
+		return *slot;
+	}
+	if (!(t = tail_name(label)))
+		return -ENOMEM;
+	for (h = hash_of(t, strlen(t)); t[0]; h++) {
+		if (!(found = mt_map_put(&g->tail_by_hash, h, &created)))
+			goto nomem;
+		if (!created) {
+			if (strcmp(g->tails[*found], t))
+				continue;
+			id = *found;
+			break;
+		}
+		if (mt_grow((void **)&g->tails, &g->tails_cap, (size_t)g->ntails + 1,
+		            sizeof(*g->tails)) < 0) {
+			mt_map_del(&g->tail_by_hash, h);
+			goto nomem;
+		}
+		g->tails[g->ntails] = t;
+		id = *found = g->ntails++;
+		t = NULL;
+		break;
+	}
+	free(t);
+	if (!(slot = mt_map_put(&g->tail_of, key, &created)))
+		return -ENOMEM;
+	*slot = id;
+	*name = id ? g->tails[id] : "";
+	return id;
+nomem:
+	free(t);
+	return -ENOMEM;
+}
+
+static int new_group(struct mt_groups *g, unsigned nkey, const char *tail, uint32_t si,
+                     uint32_t stack)
 {
 	struct group *grp;
 
@@ -158,19 +200,18 @@ static int new_group(struct mt_groups *g, struct text *key, const char *tail_src
 		g->cap = cap;
 	}
 	grp = &g->v[g->n];
-	*grp = (struct group){.key = key->s,
-	                      .keylen = key->len,
-	                      .rep_instance = si,
-	                      .rep_stack = stack,
-	                      .nframes = n};
-	grp->frames = malloc((n ? n : 1) * sizeof(*grp->frames));
-	if (!grp->frames)
+	*grp = (struct group){.nframes = nkey - 1, .rep_instance = si, .rep_stack = stack};
+	grp->key = malloc(nkey * sizeof(*grp->key));
+	grp->frames = malloc(nkey * sizeof(*grp->frames));
+	grp->tail = tail ? strdup(tail) : NULL;
+	if (!grp->key || !grp->frames || (tail && !grp->tail)) {
+		free(grp->key);
+		free(grp->frames);
+		free(grp->tail);
 		return -ENOMEM;
-	memcpy(grp->frames, frames, n * sizeof(*frames));
-	grp->tail = (char *)tail_src;
-	if (n)
-		grp->frames[0].tail = grp->tail;
-	key->s = NULL;
+	}
+	memcpy(grp->key, g->key, nkey * sizeof(*grp->key));
+	memcpy(grp->frames, g->frames, (nkey - 1) * sizeof(*grp->frames));
 	return (int)++g->n;
 }
 
@@ -198,19 +239,22 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	struct mt_groups *g = a->groups;
 	uint64_t skey = (uint64_t)si << 32 | stack;
 	uint32_t *slot = mt_map_get(&g->of_stack, skey);
-	struct text key = {0};
-	char *tail = NULL;
+	const struct mt_frame_columns *col;
+	const char *tail = NULL;
 	int n, py = -1, last = -1, r;
+	int64_t tail_id = 0;
+	unsigned nkey;
 	uint64_t h;
 	bool created;
 
 	if (slot)
 		return (int)*slot;
-	n = mt_analysis_native_frames(a, si, stack, g->scratch, MAX_FRAMES);
+	n = mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES);
 	if (n < 0)
 		return n;
+	col = mt_frames_col(a);
 	for (int i = 0; i < n; i++)
-		if (is_python(&g->scratch[i])) {
+		if (col->flags[g->frames[i]] & MT_FRAME_PYTHON) {
 			py = py < 0 ? i : py;
 			last = i;
 		}
@@ -220,32 +264,36 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	/* the interpreter's start (main, Py_RunMain, _start) outside the outermost one tells
 	 * nothing */
 	n = last + 1;
-	if (py > 0 &&
-	    !(tail = tail_name(&g->scratch[mt_label_frame_by(g->scratch, py, plumbing, g)]))) {
-		r = -ENOMEM;
-		goto fail;
+	if (py > 0) {
+		uint32_t label;
+		for (int i = 0; i < py; i++)
+			g->scratch[i] = col->sym[g->frames[i]];
+		label = g->frames[mt_label_frame_by(g->scratch, py, plumbing, g)];
+		tail_id = tail_of(g, &col->sym[label], col->content[label], &tail);
+		if (tail_id < 0)
+			return (int)tail_id;
 	}
-	if ((r = make_key(&key, tail, &g->scratch[py], (unsigned)(n - py))) < 0)
-		goto fail;
-	for (h = hash_of(key.s, key.len);; h++) {
+	/* the group's frames from the innermost Python one, and its key */
+	memmove(g->frames, g->frames + py, (size_t)(n - py) * sizeof(*g->frames));
+	nkey = (unsigned)(n - py) + 1;
+	g->key[0] = (uint32_t)tail_id;
+	for (unsigned i = 1; i < nkey; i++)
+		g->key[i] = col->content[g->frames[i - 1]];
+	for (h = hash_key(g->key, nkey);; h++) {
 		uint32_t *found = mt_map_put(&g->by_hash, h, &created);
-		if (!found) {
-			r = -ENOMEM;
-			goto fail;
-		}
+		struct group *grp;
+		if (!found)
+			return -ENOMEM;
 		if (created) {
-			if ((r = new_group(g, &key, tail, &g->scratch[py], (unsigned)(n - py), si,
-			                   stack)) < 0) {
+			if ((r = new_group(g, nkey, tail, si, stack)) < 0) {
 				mt_map_del(&g->by_hash, h);
-				goto fail;
+				return r;
 			}
-			tail = NULL;
 			*found = (uint32_t)r;
 			break;
 		}
-		if (g->v[*found - 1].keylen == key.len &&
-		    !memcmp(g->v[*found - 1].key, key.s, key.len)) {
-			struct group *grp = &g->v[*found - 1];
+		grp = &g->v[*found - 1];
+		if (grp->nframes + 1 == nkey && !memcmp(grp->key, g->key, nkey * sizeof(*g->key))) {
 			r = (int)*found;
 			/* the representative: the smallest stack met */
 			if (skey < ((uint64_t)grp->rep_instance << 32 | grp->rep_stack)) {
@@ -256,15 +304,9 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 		}
 	}
 done:
-	free(key.s);
-	free(tail);
 	if (!(slot = mt_map_put(&g->of_stack, skey, &created)))
 		return -ENOMEM;
 	*slot = (uint32_t)r;
-	return r;
-fail:
-	free(key.s);
-	free(tail);
 	return r;
 }
 
@@ -279,26 +321,29 @@ int mt_analysis_group_frames(struct mt_analysis *a, uint32_t stack_instance, uin
 		return g < 0 ? g : mt_analysis_native_frames(a, stack_instance, stack, out, max);
 	grp = &a->groups->v[g - 1];
 	n = grp->nframes < max ? grp->nframes : max;
-	memcpy(out, grp->frames, n * sizeof(*out));
+	for (unsigned i = 0; i < n; i++)
+		out[i] = mt_frames_col(a)->sym[grp->frames[i]];
+	if (n)
+		out[0].tail = grp->tail;
 	return (int)n;
 }
 
 /* ---- rows ---- */
 
+/* a row's place in the sort, its key inside: 700,000 rows' keys read through pointers missed */
 struct entry {
+	uint64_t stack; /* stack_instance << 32 | stack */
 	uint32_t group; /* + 1; 0: in none */
-	const struct mt_stack_row *row;
+	uint32_t row;
 };
 
 static int cmp_entry(const void *x, const void *y)
 {
 	const struct entry *a = x, *b = y;
-	uint64_t ka = (uint64_t)a->row->stack_instance << 32 | a->row->stack;
-	uint64_t kb = (uint64_t)b->row->stack_instance << 32 | b->row->stack;
 
 	if (a->group != b->group)
 		return a->group < b->group ? -1 : 1;
-	return ka < kb ? -1 : ka > kb;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
 int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *rows, size_t n,
@@ -312,14 +357,17 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 
 	*out = NULL;
 	*nout = 0;
-	if (!e)
-		return -ENOMEM;
+	if (n > UINT32_MAX || !e) {
+		free(e);
+		return n > UINT32_MAX ? -EOVERFLOW : -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if ((r = group_of(a, rows[i].stack_instance, rows[i].stack)) < 0) {
 			free(e);
 			return r;
 		}
-		e[i] = (struct entry){(uint32_t)r, &rows[i]};
+		e[i] = (struct entry){(uint64_t)rows[i].stack_instance << 32 | rows[i].stack,
+		                      (uint32_t)r, (uint32_t)i};
 	}
 	qsort(e, n, sizeof(*e), cmp_entry);
 	/* one block: the rows, then the stacks merged in them */
@@ -330,7 +378,7 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 	}
 	refs = (struct mt_stack_ref *)(res + (n ? n : 1));
 	for (size_t i = 0; i < n; i++) {
-		const struct mt_stack_row *row = e[i].row;
+		const struct mt_stack_row *row = &rows[e[i].row];
 		struct mt_stack_row *o;
 		refs[i] = (struct mt_stack_ref){row->stack_instance, row->stack};
 		if (!e[i].group || !m || e[i - 1].group != e[i].group) {
@@ -426,6 +474,7 @@ out:
 
 int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 {
+	size_t nrows = 0;
 	int r;
 
 	if (a->groups)
@@ -436,6 +485,17 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	mt_map_init(&a->groups->of_stack, sizeof(uint32_t));
 	mt_map_init(&a->groups->by_hash, sizeof(uint32_t));
 	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
+	mt_map_init(&a->groups->tail_of, sizeof(uint32_t));
+	mt_map_init(&a->groups->tail_by_hash, sizeof(uint32_t));
+	a->groups->ntails = 1; /* id 0: the empty name, kept nowhere */
+	/* the rows come in the slot order of the replay's tables, which hash the same keys:
+	 * of_stack sized for all of them at once, or their order makes probe runs thousands
+	 * of slots long as it grows (half the report's time on an import torch trace) */
+	for (uint32_t p = 0; p < a->nprocs; p++)
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			nrows += a->procs[p].kind[k].nrows;
+	if (mt_map_reserve(&a->groups->of_stack, nrows) < 0)
+		return -ENOMEM;
 	/* every stack first, so that the representatives are final before rows name them */
 	for (uint32_t p = 0; p < a->nprocs; p++)
 		for (int k = 0; k < MT_KIND_COUNT; k++)
@@ -460,6 +520,16 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 			return r;
 	}
 	return 0;
+}
+
+void mt_analysis_drop_stack_rows(struct mt_analysis *a)
+{
+	for (uint32_t p = 0; p < a->nprocs; p++)
+		for (int k = 0; k < MT_KIND_COUNT; k++) {
+			free(a->procs[p].kind[k].stack_rows);
+			a->procs[p].kind[k].stack_rows = NULL;
+			a->procs[p].kind[k].nstack_rows = 0;
+		}
 }
 
 int mt_analysis_representative(struct mt_analysis *a, uint32_t *stack_instance, uint32_t *stack)
@@ -487,9 +557,14 @@ void mt_groups_free(struct mt_groups *g)
 		free(g->v[i].frames);
 		free(g->v[i].tail);
 	}
+	for (uint32_t i = 1; i < g->ntails; i++)
+		free(g->tails[i]);
+	free(g->tails);
 	free(g->v);
 	mt_map_free(&g->of_stack);
 	mt_map_free(&g->by_hash);
 	mt_map_free(&g->plumbing_of);
+	mt_map_free(&g->tail_of);
+	mt_map_free(&g->tail_by_hash);
 	free(g);
 }

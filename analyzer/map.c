@@ -90,11 +90,12 @@ void *mt_map_get(const struct mt_map *m, uint64_t key)
 	}
 }
 
-static int grow(struct mt_map *m)
+/* The table rebuilt at cap slots (a power of two that holds every entry). */
+static int rehash(struct mt_map *m, size_t cap)
 {
 	struct mt_map n = *m;
 
-	n.cap = m->cap ? m->cap * 2 : 16;
+	n.cap = cap;
 	n.count = 0;
 	n.spare_used = false;
 	n.slots = malloc((n.cap + 1) << n.shift);
@@ -121,6 +122,20 @@ static int grow(struct mt_map *m)
 	free(m->vals);
 	*m = n;
 	return 0;
+}
+
+static int grow(struct mt_map *m)
+{
+	return rehash(m, m->cap ? m->cap * 2 : 16);
+}
+
+int mt_map_reserve(struct mt_map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 16;
+
+	while ((m->count + n + 1) * 4 > cap * 3)
+		cap *= 2;
+	return cap == m->cap ? 0 : rehash(m, cap);
 }
 
 void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)

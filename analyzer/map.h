@@ -38,6 +38,12 @@ void mt_map_free(struct mt_map *m);
 void *mt_map_get(const struct mt_map *m, uint64_t key);
 /* The value of key, created zeroed if absent (*created says which); NULL without memory. */
 void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
+/*
+ * Room for n more entries without growing; -ENOMEM. Also keeps a table that
+ * is filled in another map's slot order (keys ordered by their home there)
+ * from the long probe runs such an order makes in a smaller table.
+ */
+int mt_map_reserve(struct mt_map *m, size_t n);
 /* Starts fetching the slot where a look-up of key begins into the cache, for a look-up soon. */
 void mt_map_prefetch(const struct mt_map *m, uint64_t key);
 /* Removes key; false when it was not there. */

@@ -502,6 +502,7 @@ int mt_cmd_report(int argc, char **argv)
 	status = mt_cmd_analyze(file, NULL, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
+	mt_analysis_drop_stack_rows(a);
 	if (json) {
 		json_t *root = mt_report_json(a, file, (unsigned)top);
 		if (json_dumpf(root, stdout, JSON_INDENT(1)) < 0)

@@ -3,7 +3,7 @@
  * The analyzer's hash map (analyzer/map.c) against a plain array of the same
  * entries: random puts and takes across growths for a small value (in the
  * slot), a 16-aligned one and a large one (beside the keys), with the key
- * that marks an empty slot and key 0 among them.
+ * that marks an empty slot and key 0 among them; room reserved ahead.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,6 +66,28 @@ static void check_all(const struct mt_map *m, size_t vsize, size_t live)
 	CHECK_EQ(seen, live);
 }
 
+/* mt_map_reserve keeps every entry, and the room it makes takes every key left without growing. */
+static void reserve_then_fill(struct mt_map *m, size_t vsize, size_t *live)
+{
+	size_t cap;
+	bool created;
+
+	CHECK_EQ(mt_map_reserve(m, KEYS - *live), 0);
+	cap = m->cap;
+	check_all(m, vsize, *live);
+	for (size_t k = 1; k < KEYS; k++) {
+		if (present[k])
+			continue;
+		stamp(mt_map_put(m, keys[k], &created), vsize, keys[k] * 3 + 1);
+		present[k] = true;
+		(*live)++;
+	}
+	CHECK_EQ(m->cap, cap);
+	CHECK_EQ(mt_map_reserve(m, 0), 0);
+	CHECK_EQ(m->cap, cap);
+	check_all(m, vsize, *live);
+}
+
 static void run(size_t vsize, size_t align)
 {
 	struct mt_map m, copy;
@@ -106,6 +128,7 @@ static void run(size_t vsize, size_t align)
 		live++;
 	}
 	check_all(&m, vsize, live);
+	reserve_then_fill(&m, vsize, &live);
 	present[0] = true; /* the empty-slot key is kept apart: check it survives a copy */
 	if (!mt_map_get(&m, MT_MAP_EMPTY)) {
 		stamp(mt_map_put(&m, MT_MAP_EMPTY, &created), vsize, MT_MAP_EMPTY * 3 + 1);
