@@ -31,13 +31,13 @@ def default_signals():
 
 
 class Wrapped:
-    """memtrace run -- signal-target PIDFILE MODE, started; pid is the program's."""
+    """memtrace run [OPTS] -- signal-target PIDFILE MODE, started; pid is the program's."""
 
-    def __init__(self, mode, d, **popen):
+    def __init__(self, mode, d, opts=(), **popen):
         self.trace = os.path.join(d, "t.bin")
         pidfile = os.path.join(d, "pid")
         popen.setdefault("preexec_fn", default_signals)
-        self.p = subprocess.Popen([BIN, "run", "-o", self.trace, "--", TARGET, pidfile, mode],
+        self.p = subprocess.Popen([BIN, "run", "-o", self.trace, *opts, "--", TARGET, pidfile, mode],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
         self.pid = None
         self.out = b""
@@ -103,8 +103,8 @@ def wrapped_test(fn):
         d = workdir()
         started = []
 
-        def start(mode, **popen):
-            started.append(Wrapped(mode, d, **popen))
+        def start(mode, opts=(), **popen):
+            started.append(Wrapped(mode, d, opts, **popen))
             return started[-1]
 
         try:
@@ -116,9 +116,13 @@ def wrapped_test(fn):
     return test
 
 
-def ends_program_and_wrapper(sig):
+# memtrace run --ring also runs the ring's consumer beside the program
+RING = ("--ring", "16M")
+
+
+def ends_program_and_wrapper(sig, opts=()):
     def test(start, d):
-        w = start("die")
+        w = start("die", opts)
         os.kill(w.p.pid, sig)
         code, _, err = w.finish()
         check(not w.left_running, f"the program (pid {w.pid}) still runs after {sig.name} to memtrace run")
@@ -130,6 +134,8 @@ def ends_program_and_wrapper(sig):
 
 test_sigterm = ends_program_and_wrapper(signal.SIGTERM)
 test_sigint = ends_program_and_wrapper(signal.SIGINT)
+test_sigterm_in_a_ring = ends_program_and_wrapper(signal.SIGTERM, RING)
+test_sigint_in_a_ring = ends_program_and_wrapper(signal.SIGINT, RING)
 
 
 @wrapped_test
@@ -161,15 +167,18 @@ def on_terminal(slave):
     return dict(stdin=slave, start_new_session=True, preexec_fn=enter)
 
 
-@wrapped_test
-def test_ctrl_c_reaches_the_program_once(start, d):
+def ctrl_c_reaches_the_program_once(opts=()):
     """A second SIGINT from the wrapper would either come after the
     terminal's (a second line) or before it (the one delivered is the
     wrapper's, and the terminal's merges into it): 20 Ctrl-C give both
     orders their chance."""
+    return wrapped_test(lambda start, d: ctrl_c_once(start, opts))
+
+
+def ctrl_c_once(start, opts):
     master, slave = pty.openpty()
     try:
-        w = start("count", **on_terminal(slave))
+        w = start("count", opts, **on_terminal(slave))
         for key, name in [(b"\x03", "INT")] * 20 + [(b"\x1c", "QUIT")]:  # Ctrl-C, Ctrl-\
             os.write(master, key)  # the terminal signals its foreground group
             got = w.line()
@@ -182,6 +191,10 @@ def test_ctrl_c_reaches_the_program_once(start, d):
     finally:
         os.close(master)
         os.close(slave)
+
+
+test_ctrl_c_reaches_the_program_once = ctrl_c_reaches_the_program_once()
+test_ctrl_c_in_a_ring_reaches_the_program_once = ctrl_c_reaches_the_program_once(RING)
 
 
 @wrapped_test
