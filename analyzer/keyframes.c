@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "keyframes.h"
 
 /* What a consumer stream (a tid of instance 0) is in the middle of. */
@@ -217,14 +218,8 @@ static int end_frame(struct walk *w, struct stream_state *s, const struct mt_rec
 		drop_building(s); /* one per instance: a repeat adds nothing */
 		return 0;
 	}
-	if (k->nframes == k->cap) {
-		uint32_t cap = k->cap ? k->cap * 2 : 16;
-		void *p = realloc(k->frames, cap * sizeof(*k->frames));
-		if (!p)
-			return -ENOMEM;
-		k->frames = p;
-		k->cap = cap;
-	}
+	if (mt_grow((void **)&k->frames, &k->cap, k->nframes + 1, sizeof(*k->frames)) < 0)
+		return -ENOMEM;
 	idx = mt_map_put(m, f->instance, &created);
 	if (!idx)
 		return -ENOMEM;

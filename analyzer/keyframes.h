@@ -59,7 +59,8 @@ struct mt_keyframes {
 	uint64_t usable;            /* the round replays start from (that round's `usable`) */
 	uint64_t usable_time;       /* its moment in ticks */
 	struct mt_keyframe *frames; /* of round `usable`, and final ones */
-	uint32_t nframes, cap;
+	uint32_t nframes;
+	size_t cap;
 	struct mt_map round_of;    /* instance -> index into frames (round `usable`) */
 	struct mt_map final_of;    /* instance -> index into frames (final) */
 	struct mt_map copied;      /* seq of a chunk whose definitions were copied */

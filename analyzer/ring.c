@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "keyframes.h"
 #include "map.h"
 #include "memtrace/crc32c.h"
@@ -77,7 +78,8 @@ struct thread {
 struct inst {
 	uint32_t id;
 	uint32_t *threads; /* indices into c->threads */
-	uint32_t nthreads, cap;
+	uint32_t nthreads;
+	size_t cap;
 	uint64_t events; /* applied */
 	bool dead;
 };
@@ -99,10 +101,12 @@ struct mt_ring {
 	struct mt_replay *replay;
 	struct mt_map chunks; /* offset -> struct chunk */
 	struct thread *threads;
-	uint32_t nthreads, threads_cap;
+	uint32_t nthreads;
+	size_t threads_cap;
 	struct mt_map thread_of; /* instance << 32 | tid -> index */
 	struct inst *insts;
-	uint32_t ninsts, insts_cap;
+	uint32_t ninsts;
+	size_t insts_cap;
 	struct mt_map inst_of; /* id -> index */
 	uint64_t *done;        /* offsets of done chunks, in the order they were done */
 	size_t ndone, done_cap;
@@ -335,14 +339,9 @@ static int own_new(struct mt_ring *c, struct own *o, uint32_t tid)
 	ch->size = size;
 	atomic_store_explicit((_Atomic uint32_t *)&ch->magic, MT_CHUNK_MAGIC, memory_order_release);
 	if (tid == STREAM_ROUNDS) {
-		if (c->nown == c->own_cap) {
-			size_t cap = c->own_cap ? c->own_cap * 2 : 16;
-			void *p = realloc(c->own_rounds, cap * sizeof(*c->own_rounds));
-			if (!p)
-				return -ENOMEM;
-			c->own_rounds = p;
-			c->own_cap = cap;
-		}
+		if (mt_grow((void **)&c->own_rounds, &c->own_cap, c->nown + 1,
+		            sizeof(*c->own_rounds)) < 0)
+			return -ENOMEM;
 		c->own_rounds[c->nown++] = off << 12 | mt_ring_class(size) << 8 | (c->round & 0xff);
 	}
 	return 0;
@@ -388,14 +387,9 @@ static struct inst *inst_get(struct mt_ring *c, uint32_t id)
 	if (!idx)
 		return NULL;
 	if (created) {
-		if (c->ninsts == c->insts_cap) {
-			uint32_t cap = c->insts_cap ? c->insts_cap * 2 : 8;
-			void *p = realloc(c->insts, cap * sizeof(*c->insts));
-			if (!p)
-				return NULL;
-			c->insts = p;
-			c->insts_cap = cap;
-		}
+		if (mt_grow((void **)&c->insts, &c->insts_cap, c->ninsts + 1, sizeof(*c->insts)) <
+		    0)
+			return NULL;
 		memset(&c->insts[c->ninsts], 0, sizeof(*c->insts));
 		c->insts[c->ninsts].id = id;
 		if (!mt_replay_stream_instance(c->replay, id))
@@ -419,22 +413,10 @@ static struct thread *thread_get(struct mt_ring *c, uint32_t instance, uint32_t 
 	in = inst_get(c, instance);
 	if (!in)
 		return NULL;
-	if (c->nthreads == c->threads_cap) {
-		uint32_t cap = c->threads_cap ? c->threads_cap * 2 : 8;
-		void *p = realloc(c->threads, cap * sizeof(*c->threads));
-		if (!p)
-			return NULL;
-		c->threads = p;
-		c->threads_cap = cap;
-	}
-	if (in->nthreads == in->cap) {
-		uint32_t cap = in->cap ? in->cap * 2 : 4;
-		void *p = realloc(in->threads, cap * sizeof(*in->threads));
-		if (!p)
-			return NULL;
-		in->threads = p;
-		in->cap = cap;
-	}
+	if (mt_grow((void **)&c->threads, &c->threads_cap, c->nthreads + 1, sizeof(*c->threads)) <
+	            0 ||
+	    mt_grow((void **)&in->threads, &in->cap, in->nthreads + 1, sizeof(*in->threads)) < 0)
+		return NULL;
 	memset(&c->threads[c->nthreads], 0, sizeof(*c->threads));
 	c->threads[c->nthreads].instance = instance;
 	c->threads[c->nthreads].tid = tid;
@@ -457,14 +439,8 @@ static int add_chunk(struct mt_ring *c, uint64_t off, const struct mt_chunk_head
 	if (!ch)
 		return -ENOMEM;
 	*ch = (struct chunk){h->seq, h->size, h->instance, h->tid, false, 0};
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4;
-		void *p = realloc(t->chunks, cap * sizeof(*t->chunks));
-		if (!p)
-			return -ENOMEM;
-		t->chunks = p;
-		t->cap = cap;
-	}
+	if (mt_grow((void **)&t->chunks, &t->cap, t->n + 1, sizeof(*t->chunks)) < 0)
+		return -ENOMEM;
 	for (i = t->n; i > (t->open ? 1u : 0u); i--) {
 		const struct chunk *prev = mt_map_get(&c->chunks, t->chunks[i - 1]);
 		if (prev->seq < h->seq)
@@ -552,14 +528,8 @@ static int chunk_done(struct mt_ring *c, struct thread *t)
 	ch->done = true;
 	t->last_seq = ch->seq + 1;
 	c->since_round += ch->size;
-	if (c->ndone == c->done_cap) {
-		size_t cap = c->done_cap ? c->done_cap * 2 : 64;
-		void *p = realloc(c->done, cap * sizeof(*c->done));
-		if (!p)
-			return -ENOMEM;
-		c->done = p;
-		c->done_cap = cap;
-	}
+	if (mt_grow((void **)&c->done, &c->done_cap, c->ndone + 1, sizeof(*c->done)) < 0)
+		return -ENOMEM;
 	c->done[c->ndone++] = t->chunks[0];
 	memmove(t->chunks, t->chunks + 1, (t->n - 1) * sizeof(*t->chunks));
 	t->n--;
