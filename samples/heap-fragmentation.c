@@ -6,11 +6,13 @@
  * a hole between two live ones, so no page becomes free and neither the
  * heap's top nor malloc_trim(0) can give much back.
  *
- * It holds still for 200 ms so that memtrace's sampler (every 10 ms) sees
- * the fragmented heap, then prints glibc's own figures (mallinfo2: arena,
- * fordblks, keepcost) on stdout for the test to compare with the report's.
- * The line is written with write(2) from a stack buffer so that printing
- * allocates nothing and the figures stay what the sampler saw.
+ * It holds still for as long as it ran before, plus 200 ms, so that
+ * memtrace's sampler (every 10 ms) sees the fragmented heap and the held
+ * heap is most of the program's life: a drop in its last fifth reads as
+ * teardown (a load slowed to 1 s by a busy machine made it so). Then it prints glibc's own figures
+ * (mallinfo2: arena, fordblks, keepcost) on stdout for the test to compare with the report's. The
+ * line is written with write(2) from a stack buffer so that printing allocates nothing and the
+ * figures stay what the sampler saw.
  *
  * heap-fragmentation trim: then also calls malloc_trim(0) and prints how
  * much RSS it gave back, the truth of what trimming would return here.
@@ -74,6 +76,14 @@ static long long resident(void)
 	return rss * sysconf(_SC_PAGESIZE);
 }
 
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
 /* Spends ms milliseconds of CPU, with no call into the allocator. */
 static void think(long ms)
 {
@@ -97,7 +107,8 @@ static void think(long ms)
 
 int main(int argc, char **argv)
 {
-	struct timespec hold = {0, 200 * 1000 * 1000};
+	long long start = now_ns(), held;
+	struct timespec hold;
 	struct mallinfo2 mi;
 	char line[160];
 	int n;
@@ -110,6 +121,8 @@ int main(int argc, char **argv)
 	if (argc > 3)
 		think(atol(argv[3]));
 	drop_every_other();
+	held = now_ns() - start + 200 * 1000000ll;
+	hold = (struct timespec){held / 1000000000, held % 1000000000};
 	nanosleep(&hold, NULL);
 	mi = mallinfo2();
 	n = snprintf(line, sizeof(line), "arena %zu fordblks %zu keepcost %zu uordblks %zu\n",
