@@ -131,8 +131,10 @@ static int64_t child_of(struct builder *b, uint32_t parent, uint32_t frame)
 /*
  * The frame index of a symbolized frame; -ENOMEM. The same frames recur in
  * most stacks: they are looked up by what makes their label (the
- * symbolizer's strings are interned, so a pointer stands for its text)
- * before the label is written and hashed.
+ * symbolizer's strings are interned, so a pointer stands for its text; a
+ * group's folded native label is its own copy, compared by its text: one
+ * Python frame ends groups of several labels) before the label is written
+ * and hashed.
  */
 static int64_t sym_frame(struct builder *b, const struct mt_sym *s)
 {
@@ -147,6 +149,8 @@ static int64_t sym_frame(struct builder *b, const struct mt_sym *s)
 	h = (h ^ (uintptr_t)s->module) * 1099511628211ull;
 	h = (h ^ ((uint64_t)s->line << 1 | s->inlined)) * 1099511628211ull;
 	h = (h ^ (s->function ? 0 : s->module ? s->offset : s->address)) * 1099511628211ull;
+	if (s->tail)
+		h = (h ^ hash_label(s->tail)) * 1099511628211ull;
 	for (;; h++) {
 		if (!(seen = mt_map_put(&b->seen, h, &created)))
 			return -ENOMEM;
@@ -154,7 +158,8 @@ static int64_t sym_frame(struct builder *b, const struct mt_sym *s)
 			break;
 		if (seen->sym.function == s->function && seen->sym.file == s->file &&
 		    seen->sym.module == s->module && seen->sym.line == s->line &&
-		    seen->sym.inlined == s->inlined &&
+		    seen->sym.inlined == s->inlined && !seen->sym.tail == !s->tail &&
+		    (!s->tail || !strcmp(seen->sym.tail, s->tail)) &&
 		    (s->function || (seen->sym.offset == s->offset &&
 		                     (s->module || seen->sym.address == s->address))))
 			return seen->frame;

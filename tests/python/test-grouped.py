@@ -133,6 +133,60 @@ def check_suppressed(d, trace):
         check(len(callers) >= 1, f"check does not list the join of {caller} grouped:\n{r.stdout}")
 
 
+def check_flamegraph(trace):
+    """The folded innermost frames of build's bytearrays and of the final one at module level
+    share a native label (PyByteArray_Resize) but not a function: each line its own, and its
+    bytes (a shared label once gave build's text to the final bytearray)."""
+    r = subprocess.run([MEMTRACE, "flamegraph", "--metric", "leaked", trace], capture_output=True,
+                       text=True, timeout=300)
+    check(r.returncode == 0, f"flamegraph exits {r.returncode}: {r.stderr}")
+    got = {}
+    for line in r.stdout.splitlines():
+        m = re.fullmatch(r"<module>(;build)? \((\w+)\) (\d+)", line)
+        if m:
+            got[(m.group(1) or "") + " " + m.group(2)] = int(m.group(3))
+    want = {";build PyByteArray_Resize": 3 * N1 + 2 + 3 * N2 + 2,
+            ";build _PyBytes_FromSize": 2 * N1 + 33 + 2 * N2 + 33,
+            ";build list_new_prealloc": 8 * M * 2,
+            " PyByteArray_Resize": FINAL + 1}
+    check(got == want, f"flamegraph --metric leaked: {got} != {want}")
+
+
+def check_view(trace):
+    """memtrace view's flame of the leaks: one node per group under each caller, named by its
+    own native label: three groups at build's line share its Python frame (a frame memo that
+    left the label out named all three by the bytearray's, 1,660,035 bytes under call-b)."""
+    r = subprocess.run([MEMTRACE, "view", "-o", "-", trace], capture_output=True, text=True,
+                       timeout=300)
+    if not check(r.returncode == 0, f"view exits {r.returncode}: {r.stderr}"):
+        return
+    start = r.stdout.find('{"memtrace_view"')
+    data, _ = json.JSONDecoder().raw_decode(r.stdout, start)
+    frames, nodes = data["frames"], data["nodes"]
+    (proc,) = data["processes"]
+    rows = proc["flames"]["host"]["leaked"]["rows"]
+    got = {}
+    for i in range(0, len(rows), 3):
+        node = rows[i]
+        text = frames[nodes[2 * node - 1]]
+        if NAME not in text:
+            continue
+        parent = frames[nodes[2 * nodes[2 * node - 2] - 1]] if nodes[2 * node - 2] else ""
+        got[(parent, text)] = (rows[i + 1], rows[i + 2])
+    want = {}
+    for caller, n in (("call-a", N1), ("call-b", N2)):
+        parent = f"<module> ({NAME}:{LINES[caller]})"
+        site = f"{NAME}:{LINES['mixed']} in build"
+        want[(parent, f"{site} (PyByteArray_Resize)")] = (3 * n + 2, 2)
+        want[(parent, f"{site} (_PyBytes_FromSize)")] = (2 * n + 33, 1)
+        want[(parent, f"{site} (list_new_prealloc)")] = (8 * M, 1)
+    final = [k for k in got if k[1] == f"{NAME}:{LINES['final']} in <module> (PyByteArray_Resize)"]
+    check(len(final) == 1 and got[final[0]] == (FINAL + 1, 1), f"view: the final bytearray {final}")
+    for k in final:
+        del got[k]
+    check(got == want, f"view's leaked flame: {got} != {want}")
+
+
 def main():
     python = interpreter()
     print("interpreter:", python)
@@ -159,6 +213,8 @@ def main():
         caller = f"<module> ({NAME}:{LINES['call-b']})"
         check(caller in text, f"the text report does not name the caller {caller!r}")
         check_suppressed(d, trace)
+        check_flamegraph(trace)
+        check_view(trace)
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)
