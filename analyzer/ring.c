@@ -44,9 +44,15 @@
 #include "replay.h"
 #include "ring.h"
 
-#define RESERVE     (64ull << 30) /* address space for the file's mapping: it never moves */
-#define OWN_CHUNK   (64u * 1024)  /* the consumer's chunks */
-#define PAYLOAD_MAX (16u * 1024)  /* a keyframe part's payload before another record starts */
+/*
+ * Address space for the file's mapping, which never moves: this much, or by
+ * halves down to RESERVE_MIN where less is to be had (ulimit -v, valgrind);
+ * a file that grows past it stops the consumer (map_to), never the writers.
+ */
+#define RESERVE     (64ull << 30)
+#define RESERVE_MIN (1ull << 30)
+#define OWN_CHUNK   (64u * 1024) /* the consumer's chunks */
+#define PAYLOAD_MAX (16u * 1024) /* a keyframe part's payload before another record starts */
 #define MARGIN_NS   (100 * 1000000ull)
 
 enum { STREAM_KEEP = 1, STREAM_ROUNDS = 2 }; /* the consumer's chunk tids */
@@ -96,6 +102,7 @@ struct mt_ring {
 	int fd;
 	struct mt_file_header *header; /* read-write: the writers' atomics */
 	uint8_t *data;                 /* the file, read-only, at a place that never moves */
+	uint64_t reserve;              /* the address space data has */
 	uint64_t mapped;
 	struct mt_trace trace; /* data for the cursors */
 	struct mt_replay *replay;
@@ -168,7 +175,7 @@ static int map_to(struct mt_ring *c, uint64_t end)
 {
 	if (end <= c->mapped)
 		return 0;
-	if (end > RESERVE)
+	if (end > c->reserve)
 		return -EFBIG;
 	if (mmap(c->data + c->mapped, end - c->mapped, PROT_READ, MAP_SHARED | MAP_FIXED, c->fd,
 	         (off_t)c->mapped) == MAP_FAILED)
@@ -193,14 +200,18 @@ int mt_ring_open(struct mt_ring **out, const char *path)
 		return r;
 	}
 	p = mmap(NULL, MT_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-	c->data =
-	        mmap(NULL, RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	for (c->reserve = RESERVE;; c->reserve /= 2) {
+		c->data = mmap(NULL, c->reserve, PROT_NONE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (c->data != MAP_FAILED || c->reserve == RESERVE_MIN)
+			break;
+	}
 	if (p == MAP_FAILED || c->data == MAP_FAILED) {
 		r = -errno;
 		if (p != MAP_FAILED)
 			munmap(p, MT_HEADER_SIZE);
 		if (c->data != MAP_FAILED)
-			munmap(c->data, RESERVE);
+			munmap(c->data, c->reserve);
 		close(c->fd);
 		free(c);
 		return r;
@@ -213,7 +224,7 @@ int mt_ring_open(struct mt_ring **out, const char *path)
 		return -EINVAL;
 	}
 	c->trace.data = c->data;
-	c->trace.size = RESERVE;
+	c->trace.size = c->reserve;
 	c->trace.header = *c->header;
 	c->trace.chunk_header = sizeof(struct mt_chunk_header);
 	c->replay = mt_replay_stream_new(&c->trace);
@@ -250,7 +261,7 @@ void mt_ring_close(struct mt_ring *c)
 	mt_map_free(&c->inst_of);
 	mt_replay_free(c->replay);
 	if (c->data)
-		munmap(c->data, RESERVE);
+		munmap(c->data, c->reserve);
 	if (c->header)
 		munmap(c->header, MT_HEADER_SIZE);
 	close(c->fd);
