@@ -967,7 +967,8 @@ static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_
 		k->peak_time = p->now;
 		p->epoch[kind]++;
 	}
-	if (kind == MT_KIND_HOST || kind == MT_KIND_MMAP) {
+	/* what a SAMPLE keeps of the moments around it: a lean replay applies none */
+	if ((kind == MT_KIND_HOST || kind == MT_KIND_MMAP) && !p->lean) {
 		uint64_t traced =
 		        in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes;
 		p->traced_before_last = traced - (uint64_t)dbytes;
@@ -1960,12 +1961,6 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
 void mt_replay_stream_peaks(struct mt_instance *in)
 {
 	finish_stack_stats(in);
-}
-
-bool mt_replay_two_phase(const struct mt_record *rec)
-{
-	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
-	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
 }
 
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id)

@@ -648,33 +648,46 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			return r;
 	}
 	for (;;) {
-		struct thread *best = NULL;
+		struct thread *best = NULL, *second = NULL;
 		for (uint32_t i = 0; i < ci->nthreads; i++) {
 			struct thread *t = &c->threads[ci->threads[i]];
 			if (!t->have && (r = fill(c, t, ci, ended)) < 0)
 				return r;
-			if (t->have && (!best || earlier(t, best)))
+			if (!t->have)
+				continue;
+			if (!best || earlier(t, best)) {
+				second = best;
 				best = t;
+			} else if (!second || earlier(t, second)) {
+				second = t;
+			}
 		}
 		if (!best || best->key >= w)
 			break;
-		/* instances are made only by walk(): the pointer holds through the merge */
-		if (best->key > next_child &&
-		    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
-			return r;
-		/* events only: a sample or a mark is a moment's, which the consumer does not keep
-		 */
-		if (mt_record_is_event(best->rec.type) &&
-		    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
-		                                &best->tracked)) < 0)
-			return r;
-		if (best->phase == 0) {
-			best->phase = 1;
-			best->key = best->rec.time;
-			continue;
+		/* the earliest thread runs on until it passes the next one: no look at every
+		 * thread for each record (a thread with nothing yet is looked at again then: what
+		 * it writes now is past w, but for a stalled writer's, which may come late) */
+		while (best->have && best->key < w && (!second || earlier(best, second))) {
+			/* instances are made only by walk(): the pointer holds through the merge */
+			if (best->key > next_child &&
+			    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
+				return r;
+			/* events only: a sample or a mark is a moment's, which the consumer does
+			 * not keep */
+			if (mt_record_is_event(best->rec.type) &&
+			    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
+			                                &best->tracked)) < 0)
+				return r;
+			if (best->phase == 0) {
+				best->phase = 1;
+				best->key = best->rec.time;
+				continue;
+			}
+			ci->events += mt_record_is_event(best->rec.type);
+			best->have = false;
+			if ((r = fill(c, best, ci, ended)) < 0)
+				return r;
 		}
-		ci->events += mt_record_is_event(best->rec.type);
-		best->have = false;
 	}
 	return seed_children(c, ci->id, w, &next_child);
 }
