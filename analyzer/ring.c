@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -268,9 +269,24 @@ void mt_ring_close(struct mt_ring *c)
 	free(c);
 }
 
+static uint64_t rss_anon_kib(void)
+{
+	char line[128];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s)
 {
 	*s = c->stats;
+	s->rss_anon_kib = rss_anon_kib();
 	s->overflow = atomic_load((_Atomic uint64_t *)&c->header->ring_overflow);
 }
 

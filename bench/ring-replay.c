@@ -32,20 +32,6 @@
 #include "memtrace/trace-format.h"
 #include "ring.h"
 
-static unsigned long long rss_anon_kib(void)
-{
-	char line[128];
-	unsigned long long kib = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
-
 /* A trace written without a ring gets a ring of 1 MiB in its header. */
 static int make_ring(const char *path)
 {
@@ -68,7 +54,7 @@ int main(int argc, char **argv)
 	struct mt_ring *ring;
 	struct mt_ring_stats st;
 	struct mallinfo2 mi;
-	unsigned long long kib;
+	uint64_t kib;
 	int r;
 
 	if (argc != 2) {
@@ -80,7 +66,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r = mt_ring_poll(ring, false);
-	kib = rss_anon_kib();
+	mt_ring_stats(ring, &st);
+	kib = st.rss_anon_kib; /* every record applied */
 	mi = mallinfo2();
 	if (r == 0)
 		r = mt_ring_poll(ring, true);
@@ -91,7 +78,7 @@ int main(int argc, char **argv)
 		        strerror(-r));
 		return 1;
 	}
-	printf("ring-replay: rounds=%" PRIu64 " rss_anon_kib=%llu heap_bytes=%zu\n", st.rounds, kib,
-	       mi.uordblks + mi.hblkhd);
+	printf("ring-replay: rounds=%" PRIu64 " rss_anon_kib=%" PRIu64 " heap_bytes=%zu\n",
+	       st.rounds, kib, mi.uordblks + mi.hblkhd);
 	return 0;
 }
