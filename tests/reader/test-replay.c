@@ -268,6 +268,64 @@ static int take_stack(void *ctx, const struct mt_stack_stats *s)
 	return 0;
 }
 
+static struct live_sum big_child_live;
+
+static int big_child_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	(void)ctx;
+	if (in->id == 2)
+		mt_replay_foreach_live(r, in, sum_live, &big_child_live);
+	return 0;
+}
+
+/*
+ * A live block's size has 32 bits in the live set's map: one of 4 GiB or
+ * more (or of exactly the 32-bit mark, 4 GiB - 1) keeps its size beside it,
+ * through an address handed out again, a realloc, a fork's copy and a free.
+ */
+static void test_blocks_past_32_bits(void)
+{
+	static const struct mt_replay_callbacks cb = {.instance_done = big_child_done};
+	const uint64_t gib = 1ull << 30, mark = UINT32_MAX;
+	struct mt_error err = {0};
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 5 * gib, 1);
+	tb_alloc(&b, 11, MT_FN_MALLOC, 0xB000, mark, 2);
+	tb_alloc(&b, 12, MT_FN_MALLOC, 0xC000, 100, 1);
+	tb_alloc(&b, 30, MT_FN_MALLOC, 0xA000, 10, 1); /* its free was lost: the 5 GiB are gone */
+	tb_realloc(&b, 35, 33, 0xB000, 0xD000, 6 * gib, 2);
+	tb_free(&b, 40, 0xC000);
+	tb_exit(&b, 50, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 2, 200, 200, 25);
+	tb_process(&b, 25, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
+	tb_free(&b, 41, 0xA000); /* the inherited 5 GiB */
+	tb_exit(&b, 45, MT_EXIT_EXIT, 0);
+	memset(&run, 0, sizeof(run));
+	memset(&big_child_live, 0, sizeof(big_child_live));
+	CHECK_EQ(mt_reader_open_memory(&run.t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_replay_open(&run.r, &run.t, &err), 0);
+	CHECK_EQ(mt_replay_run(run.r, &cb, NULL, &err), 0);
+	CHECK_EQ(host(&run, 1)->allocations, 5);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->bytes_allocated, 5 * gib + mark + 100 + 10 + 6 * gib);
+	CHECK_EQ(host(&run, 1)->live_bytes, 6 * gib + 10);
+	CHECK_EQ(host(&run, 1)->live_blocks, 2);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 5 * gib + mark + 100);
+	CHECK_EQ(host(&run, 1)->peak_time, 12);
+	CHECK_EQ(host(&run, 2)->inherited_bytes, 5 * gib + mark + 100);
+	CHECK_EQ(host(&run, 2)->inherited_blocks, 3);
+	CHECK_EQ(host(&run, 2)->frees, 1);
+	CHECK_EQ(host(&run, 2)->live_bytes, mark + 100);
+	CHECK_EQ(big_child_live.bytes[MT_KIND_HOST], mark + 100);
+	CHECK_EQ(big_child_live.blocks, 2);
+	done(&run, &b);
+}
+
 static void test_peak_stacks_and_fails(void)
 {
 	struct stack_figures f = {0};
@@ -501,6 +559,7 @@ int main(void)
 	test_munmap_split();
 	test_fork_and_ends();
 	test_peak_stacks_and_fails();
+	test_blocks_past_32_bits();
 	test_merge_order();
 	test_exec_ends();
 	test_python();
