@@ -115,8 +115,8 @@ struct range {
 
 struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
-	struct mt_map
-	        big; /* the same key -> struct big_block, for a block whose size is HOST_BIG */
+	/* the same key -> struct big_block, for a block whose size is HOST_BIG there */
+	struct mt_map big;
 	/* whose stat arrays the blocks' stat indices are in: the instance replayed, or the
 	 * parent a forked child's seed was copied from until the child takes it */
 	struct mt_instance_priv *owner;
