@@ -57,15 +57,31 @@ struct thread {
 };
 
 /*
- * stat: its (stack, kind) figures' index in the owner's stat arrays, which
- * say its stack and kind, so that a free finds them without a look-up;
- * blocks: the blocks it stands for, more than 1 when sampled (sampling.h),
- * see block_bytes. 16 bytes, so that it shares its map slot with its key.
+ * A live block: stat, its (stack, kind) figures' index in the owner's stat
+ * arrays, which say its stack and kind, so that a free finds them without a
+ * look-up; blocks, the blocks it stands for, more than 1 when sampled
+ * (sampling.h), see block_bytes.
  */
-struct host_block {
+struct block_val {
 	uint64_t size;
 	uint32_t stat;
 	uint32_t blocks;
+};
+
+/*
+ * A live block as the live set's map holds it: 8 bytes, so that a slot with
+ * its key is 16 (the ring's consumer keeps every live block of every
+ * process). A block of 4 GiB or more, or that stands for more than one,
+ * has size HOST_BIG here and its size and blocks in the live set's `big`.
+ */
+struct host_block {
+	uint32_t stat;
+	uint32_t size;
+};
+#define HOST_BIG UINT32_MAX
+
+struct big_block {
+	uint64_t size, blocks;
 };
 
 /* The layout of the live set's slots, for the map's inline operations. */
@@ -86,6 +102,11 @@ struct stat_hot {
 	uint32_t kind;
 };
 
+/* Whose stack a (stack, kind)'s figures are, for a block's walk and a fork's seed. */
+struct stat_id {
+	uint32_t stack, stack_instance;
+};
+
 struct range {
 	uint64_t addr, len;
 	uint32_t stack;
@@ -94,6 +115,8 @@ struct range {
 
 struct live {
 	struct mt_map host; /* mt_block_key -> struct host_block */
+	/* the same key -> struct big_block, for a block whose size is HOST_BIG there */
+	struct mt_map big;
 	/* whose stat arrays the blocks' stat indices are in: the instance replayed, or the
 	 * parent a forked child's seed was copied from until the child takes it */
 	struct mt_instance_priv *owner;
@@ -118,7 +141,9 @@ struct mt_instance_priv {
 	/* while replaying, the same for the instance's own stacks by id, + 1: no hashing */
 	struct mt_by_stack own_stat[MT_KIND_COUNT];
 	struct stat_hot *hot; /* 64-byte aligned */
-	/* the rest of each (stack, kind)'s figures; the hot ones copied in when shown */
+	struct stat_id *ids;
+	/* the rest of each (stack, kind)'s figures, the hot ones copied in when shown; NULL
+	 * when lean */
 	struct mt_stack_stats *cold;
 	uint32_t nstats, stats_cap;
 	uint64_t epoch[MT_KIND_COUNT];
@@ -150,7 +175,9 @@ struct mt_instance_priv {
 	uint32_t marks_cap;
 	const struct mt_clock_fit *fit;
 	const struct mt_keyframe *kf; /* a ring's: where the replay starts (keyframes.h) */
-	bool no_pages; /* the ring's consumer: no heap pages (its memory is per block) */
+	/* the ring's consumer: no heap pages, and no growth figures (cold): a keyframe holds
+	 * neither, and its memory is per block and per stack's hot figures */
+	bool lean;
 };
 
 struct mt_replay {
@@ -823,18 +850,21 @@ static int stats_grow(struct mt_instance_priv *p)
 {
 	uint32_t cap = p->stats_cap ? p->stats_cap * 2 : 64;
 	struct stat_hot *hot;
-	void *cold;
+	void *q;
 
 	if (cap <= p->stats_cap)
 		return -ENOMEM;
-	hot = aligned_alloc(64, (size_t)cap * sizeof(*hot));
-	cold = realloc(p->cold, (size_t)cap * sizeof(*p->cold));
-	if (cold)
-		p->cold = cold;
-	if (!hot || !cold) {
-		free(hot);
+	/* each array is the larger one as soon as it is: stats_cap moves once all are */
+	if (!(q = realloc(p->ids, (size_t)cap * sizeof(*p->ids))))
 		return -ENOMEM;
+	p->ids = q;
+	if (!p->lean) {
+		if (!(q = realloc(p->cold, (size_t)cap * sizeof(*p->cold))))
+			return -ENOMEM;
+		p->cold = q;
 	}
+	if (!(hot = aligned_alloc(64, (size_t)cap * sizeof(*hot))))
+		return -ENOMEM;
 	if (p->nstats)
 		memcpy(hot, p->hot, (size_t)p->nstats * sizeof(*hot));
 	free(p->hot);
@@ -843,9 +873,9 @@ static int stats_grow(struct mt_instance_priv *p)
 	return 0;
 }
 
-/* The index of (stack_instance si, stack, kind)'s figures, made the first time it is met. */
-static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-                   uint32_t *out)
+/* stat_of when the instance's own stack has no figures yet, or another instance's. */
+static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                     uint32_t *out)
 {
 	struct mt_instance_priv *p = in->priv;
 	uint64_t key = (uint64_t)si << 32 | stack, *own = NULL;
@@ -879,6 +909,10 @@ static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint3
 	if (own)
 		*own = (uint64_t)i + 1;
 	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
+	p->ids[i] = (struct stat_id){stack, si};
+	*out = i;
+	if (p->lean)
+		return 0;
 	s = &p->cold[i];
 	memset(s, 0, sizeof(*s));
 	s->stack = stack;
@@ -893,17 +927,36 @@ static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint3
 	s->g_synced = 0;
 	sync_growth(in, s, 0);
 	p->hot[i].synced = in->checkpoints.n;
-	*out = i;
 	return 0;
+}
+
+/*
+ * The index of (stack_instance si, stack, kind)'s figures, made the first
+ * time it is met: an event's own stack met before is found inline, the
+ * rest out of line.
+ */
+static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                          uint32_t *out)
+{
+	const struct mt_by_stack *own = &in->priv->own_stat[kind];
+
+	if (si == in->id && stack < own->cap && own->dense[stack]) {
+		*out = (uint32_t)(own->dense[stack] - 1);
+		return 0;
+	}
+	return stat_find(in, kind, si, stack, out);
 }
 
 /*
  * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
  * checkpoints.n and moves every position the growth figures follow, so one
- * comparison says whether its cold part is behind.
+ * comparison says whether its cold part is behind. A lean replay takes no
+ * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
+ * Inline: its call cost a tenth of an event's instructions.
  */
-static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_t dblocks,
-                      uint64_t allocs, uint64_t alloc_bytes)
+static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
@@ -933,7 +986,8 @@ static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_
 		k->peak_time = p->now;
 		p->epoch[kind]++;
 	}
-	if (kind == MT_KIND_HOST || kind == MT_KIND_MMAP) {
+	/* what a SAMPLE keeps of the moments around it: a lean replay applies none */
+	if ((kind == MT_KIND_HOST || kind == MT_KIND_MMAP) && !p->lean) {
 		uint64_t traced =
 		        in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes;
 		p->traced_before_last = traced - (uint64_t)dbytes;
@@ -958,12 +1012,22 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 	return 0;
 }
 
-/* The cold part of stat i with its hot figures copied in: what callers see. */
-static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32_t i)
+/*
+ * The cold part of stat i with its hot figures copied in: what callers see.
+ * A lean replay has no cold part: its figures go into *lean, growth zero.
+ */
+static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32_t i,
+                                              struct mt_stack_stats *lean)
 {
 	const struct stat_hot *h = &p->hot[i];
-	struct mt_stack_stats *s = &p->cold[i];
+	struct mt_stack_stats *s = p->lean ? lean : &p->cold[i];
 
+	if (p->lean) {
+		memset(s, 0, sizeof(*s));
+		s->stack = p->ids[i].stack;
+		s->stack_instance = p->ids[i].stack_instance;
+		s->kind = (enum mt_kind)h->kind;
+	}
 	s->live_bytes = h->live_bytes;
 	s->live_blocks = h->live_blocks;
 	s->allocations = h->allocations;
@@ -980,7 +1044,8 @@ static void finish_stack_stats(struct mt_instance *in)
 
 	for (uint32_t i = 0; i < p->nstats; i++) {
 		struct stat_hot *s = &p->hot[i];
-		sync_growth(in, &p->cold[i], s->live_bytes);
+		if (!p->lean)
+			sync_growth(in, &p->cold[i], s->live_bytes);
 		s->synced = in->checkpoints.n;
 		if (s->epoch != p->epoch[s->kind]) {
 			s->peak_bytes = s->live_bytes;
@@ -998,6 +1063,7 @@ static struct live *live_new(struct mt_instance_priv *owner)
 
 	if (l) {
 		mt_map_init(&l->host, sizeof(struct host_block));
+		mt_map_init(&l->big, sizeof(struct big_block));
 		mt_heap_pages_init(&l->pages);
 		l->owner = owner;
 	}
@@ -1009,6 +1075,7 @@ static void live_free(struct live *l)
 	if (!l)
 		return;
 	mt_map_free(&l->host);
+	mt_map_free(&l->big);
 	mt_heap_pages_free(&l->pages);
 	free(l->ranges);
 	free(l);
@@ -1021,7 +1088,9 @@ static struct live *live_copy(const struct live *src)
 	if (!l)
 		return NULL;
 	l->owner = src->owner;
-	if (mt_map_copy(&l->host, &src->host) < 0 || mt_heap_pages_copy(&l->pages, &src->pages) < 0)
+	mt_map_init(&l->big, sizeof(struct big_block));
+	if (mt_map_copy(&l->host, &src->host) < 0 || mt_map_copy(&l->big, &src->big) < 0 ||
+	    mt_heap_pages_copy(&l->pages, &src->pages) < 0)
 		goto fail;
 	if (src->nranges) {
 		l->ranges = malloc(src->nranges * sizeof(*l->ranges));
@@ -1033,6 +1102,7 @@ static struct live *live_copy(const struct live *src)
 	return l;
 fail:
 	mt_map_free(&l->host);
+	mt_map_free(&l->big);
 	mt_heap_pages_free(&l->pages);
 	free(l);
 	return NULL;
@@ -1171,12 +1241,12 @@ const char *mt_end_name(enum mt_end end)
 /* Whether the pages live host blocks touch are kept: not sampled (nor the ring's consumer). */
 static bool keeps_pages(const struct mt_instance *in)
 {
-	return !in->sampling && !in->priv->no_pages;
+	return !in->sampling && !in->priv->lean;
 }
 
 /* The bytes a live block of `kind` stands for: its size, or in a sampled instance its expected
  * weight. */
-static uint64_t block_bytes(const struct mt_instance *in, const struct host_block *b,
+static uint64_t block_bytes(const struct mt_instance *in, const struct block_val *b,
                             enum mt_kind kind)
 {
 	return in->sampling && kind == MT_KIND_HOST
@@ -1184,14 +1254,54 @@ static uint64_t block_bytes(const struct mt_instance *in, const struct host_bloc
 	               : b->size;
 }
 
+/* The figures of the block at key, whose value in the live set's map is h. */
+static struct block_val block_get(const struct live *l, uint64_t key, const struct host_block *h)
+{
+	const struct big_block *big;
+
+	if (h->size != HOST_BIG || !(big = mt_map_get(&l->big, key)))
+		return (struct block_val){h->size, h->stat, 1};
+	return (struct block_val){big->size, h->stat, (uint32_t)big->blocks};
+}
+
+/* Sets the block at key, whose value in the live set's map is h (made or found), to b. */
+static int block_set(struct live *l, uint64_t key, struct host_block *h, const struct block_val *b)
+{
+	struct big_block *big;
+	bool created;
+
+	h->stat = b->stat;
+	if (b->size < HOST_BIG && b->blocks == 1) {
+		h->size = (uint32_t)b->size;
+		return 0;
+	}
+	if (!(big = mt_map_put(&l->big, key, &created)))
+		return -ENOMEM;
+	*big = (struct big_block){b->size, b->blocks};
+	h->size = HOST_BIG;
+	return 0;
+}
+
+/* A found block's value is about to be set again: the old one's big part goes. */
+static void block_reset(struct live *l, uint64_t key, const struct host_block *h)
+{
+	if (h->size == HOST_BIG)
+		mt_map_del(&l->big, key);
+}
+
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
-	struct host_block copy;
+	struct host_block h;
+	struct block_val copy;
+	struct big_block big;
 	enum mt_kind kind;
 
-	*found = mt_map_take_small(&l->host, addr, &copy, HOST_SHIFT, HOST_VOFF, sizeof(copy));
+	*found = mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h));
 	if (!*found)
 		return 0;
+	copy = (struct block_val){h.size, h.stat, 1};
+	if (h.size == HOST_BIG && mt_map_take(&l->big, addr, &big))
+		copy = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
 	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
 	l->removed_kind = kind;
 	l->removed_size = copy.size;
@@ -1212,6 +1322,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
 	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
+	struct block_val v;
 	uint32_t stat;
 	bool created;
 	int ret;
@@ -1221,17 +1332,19 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return -ENOMEM;
 	if (!created) {
 		/* an address handed out twice means its free was lost: the old block is gone */
-		enum mt_kind old = (enum mt_kind)in->priv->hot[b->stat].kind;
+		struct block_val was = block_get(l, addr, b);
+		enum mt_kind old = (enum mt_kind)in->priv->hot[was.stat].kind;
+		block_reset(l, addr, b);
 		if (old == MT_KIND_HOST && keeps_pages(in))
-			mt_heap_pages_remove(&l->pages, addr, b->size);
-		adjust_at(in, b->stat, -(int64_t)block_bytes(in, b, old), -(int64_t)b->blocks, 0,
-		          0);
+			mt_heap_pages_remove(&l->pages, addr, was.size);
+		adjust_at(in, was.stat, -(int64_t)block_bytes(in, &was, old), -(int64_t)was.blocks,
+		          0, 0);
 	}
 	if ((ret = stat_of(in, kind, in->id, (uint32_t)stack, &stat)) < 0)
 		return ret;
-	b->size = size;
-	b->blocks = w.blocks;
-	b->stat = stat;
+	v = (struct block_val){size, stat, w.blocks};
+	if ((ret = block_set(l, addr, b, &v)) < 0)
+		return ret;
 	if (kind == MT_KIND_HOST && keeps_pages(in) &&
 	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
 		return ret;
@@ -1386,17 +1499,18 @@ static int seed_child(struct mt_instance *in)
 	p->live = seed;
 	p->now = in->start_time;
 	for (size_t i = 0; mt_map_next(&seed->host, &i, &key, &v);) {
-		struct host_block *b = v;
+		struct host_block *h = v;
+		struct block_val b = block_get(seed, key, h);
 		/* the parent's figures name the block's stack; the child's own take it from here */
-		const struct mt_stack_stats *from = &seed->owner->cold[b->stat];
-		enum mt_kind kind = from->kind;
-		uint64_t bytes = block_bytes(in, b, kind);
-		ret = stat_of(in, kind, from->stack_instance, from->stack, &b->stat);
+		struct stat_id from = seed->owner->ids[h->stat];
+		enum mt_kind kind = (enum mt_kind)seed->owner->hot[h->stat].kind;
+		uint64_t bytes = block_bytes(in, &b, kind);
+		ret = stat_of(in, kind, from.stack_instance, from.stack, &h->stat);
 		if (ret < 0)
 			return ret;
-		adjust_at(in, b->stat, (int64_t)bytes, b->blocks, 0, 0);
+		adjust_at(in, h->stat, (int64_t)bytes, b.blocks, 0, 0);
 		in->kind[kind].inherited_bytes += bytes;
-		in->kind[kind].inherited_blocks += b->blocks;
+		in->kind[kind].inherited_blocks += b.blocks;
 	}
 	seed->owner = p;
 	for (size_t i = 0; i < seed->nranges; i++) {
@@ -1441,6 +1555,7 @@ static int load_keyframe(struct mt_instance *in, const struct mt_keyframe *kf)
 	for (uint64_t i = 0; i < kf->nblocks; i++) {
 		const struct mt_key_block *kb = &kf->blocks[i];
 		struct host_block *b;
+		struct block_val v;
 		uint32_t stat;
 		bool created;
 
@@ -1451,12 +1566,16 @@ static int load_keyframe(struct mt_instance *in, const struct mt_keyframe *kf)
 		                     sizeof(*b));
 		if (!b)
 			return -ENOMEM;
-		*b = (struct host_block){kb->size, stat, kb->blocks};
+		if (!created)
+			block_reset(l, kb->addr, b);
+		v = (struct block_val){kb->size, stat, kb->blocks};
+		if ((ret = block_set(l, kb->addr, b, &v)) < 0)
+			return ret;
 		if (kb->kind == MT_KIND_HOST && keeps_pages(in) &&
 		    (ret = mt_heap_pages_add(&l->pages, kb->addr, kb->size)) < 0)
 			return ret;
-		adjust_at(in, stat, (int64_t)block_bytes(in, b, (enum mt_kind)kb->kind), kb->blocks,
-		          0, 0);
+		adjust_at(in, stat, (int64_t)block_bytes(in, &v, (enum mt_kind)kb->kind),
+		          kb->blocks, 0, 0);
 	}
 	for (uint64_t i = 0; i < kf->nranges; i++) {
 		const struct mt_key_block *kr = &kf->ranges[i];
@@ -1668,6 +1787,7 @@ void mt_replay_free(struct mt_replay *r)
 			mt_by_stack_free(&p->own_stat[k]);
 		}
 		free(p->hot);
+		free(p->ids);
 		free(p->cold);
 		live_free(p->live);
 		live_free(p->seed);
@@ -1761,11 +1881,13 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 		return -EINVAL;
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
-		const struct mt_stack_stats *s = &l->owner->cold[h->stat];
-		struct mt_block b = {key,      block_bytes(in, h, s->kind),
-		                     s->stack, s->stack_instance,
-		                     s->kind,  h->blocks,
-		                     h->size};
+		const struct block_val bv = block_get(l, key, h);
+		const struct stat_id *id = &l->owner->ids[h->stat];
+		enum mt_kind kind = (enum mt_kind)l->owner->hot[h->stat].kind;
+		struct mt_block b = {key,       block_bytes(in, &bv, kind),
+		                     id->stack, id->stack_instance,
+		                     kind,      bv.blocks,
+		                     bv.size};
 		if ((ret = fn(ctx, &b)))
 			return ret;
 	}
@@ -1782,13 +1904,15 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
                             int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx)
 {
+	struct mt_stack_stats lean;
+
 	(void)r;
 	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
 		uint64_t key;
 		void *v;
 		int ret;
 		for (size_t i = 0; mt_map_next(&in->priv->stat_index[kind], &i, &key, &v);)
-			if ((ret = fn(ctx, stat_view(in->priv, *(uint32_t *)v))))
+			if ((ret = fn(ctx, stat_view(in->priv, *(uint32_t *)v, &lean))))
 				return ret;
 	}
 	return 0;
@@ -1820,7 +1944,7 @@ struct mt_instance *mt_replay_stream_instance(struct mt_replay *r, uint32_t id)
 	struct mt_instance *in = get_instance(r, id);
 
 	if (in)
-		in->priv->no_pages = true;
+		in->priv->lean = true;
 	return in;
 }
 
@@ -1856,12 +1980,6 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
 void mt_replay_stream_peaks(struct mt_instance *in)
 {
 	finish_stack_stats(in);
-}
-
-bool mt_replay_two_phase(const struct mt_record *rec)
-{
-	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
-	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
 }
 
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id)

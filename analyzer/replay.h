@@ -384,6 +384,10 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
 void mt_replay_stream_peaks(struct mt_instance *in);
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id);
 /* Whether a record is two-phase: a realloc or mremap that gives an old block back at t0. */
-bool mt_replay_two_phase(const struct mt_record *rec);
+static inline bool mt_replay_two_phase(const struct mt_record *rec)
+{
+	return (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) ||
+	       (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0);
+}
 
 #endif

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,9 +45,15 @@
 #include "replay.h"
 #include "ring.h"
 
-#define RESERVE     (64ull << 30) /* address space for the file's mapping: it never moves */
-#define OWN_CHUNK   (64u * 1024)  /* the consumer's chunks */
-#define PAYLOAD_MAX (16u * 1024)  /* a keyframe part's payload before another record starts */
+/*
+ * Address space for the file's mapping, which never moves: this much, or by
+ * halves down to RESERVE_MIN where less is to be had (ulimit -v, valgrind);
+ * a file that grows past it stops the consumer (map_to), never the writers.
+ */
+#define RESERVE     (64ull << 30)
+#define RESERVE_MIN (1ull << 30)
+#define OWN_CHUNK   (64u * 1024) /* the consumer's chunks */
+#define PAYLOAD_MAX (16u * 1024) /* a keyframe part's payload before another record starts */
 #define MARGIN_NS   (100 * 1000000ull)
 
 enum { STREAM_KEEP = 1, STREAM_ROUNDS = 2 }; /* the consumer's chunk tids */
@@ -96,6 +103,7 @@ struct mt_ring {
 	int fd;
 	struct mt_file_header *header; /* read-write: the writers' atomics */
 	uint8_t *data;                 /* the file, read-only, at a place that never moves */
+	uint64_t reserve;              /* the address space data has */
 	uint64_t mapped;
 	struct mt_trace trace; /* data for the cursors */
 	struct mt_replay *replay;
@@ -168,7 +176,7 @@ static int map_to(struct mt_ring *c, uint64_t end)
 {
 	if (end <= c->mapped)
 		return 0;
-	if (end > RESERVE)
+	if (end > c->reserve)
 		return -EFBIG;
 	if (mmap(c->data + c->mapped, end - c->mapped, PROT_READ, MAP_SHARED | MAP_FIXED, c->fd,
 	         (off_t)c->mapped) == MAP_FAILED)
@@ -193,14 +201,18 @@ int mt_ring_open(struct mt_ring **out, const char *path)
 		return r;
 	}
 	p = mmap(NULL, MT_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-	c->data =
-	        mmap(NULL, RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	for (c->reserve = RESERVE;; c->reserve /= 2) {
+		c->data = mmap(NULL, c->reserve, PROT_NONE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (c->data != MAP_FAILED || c->reserve == RESERVE_MIN)
+			break;
+	}
 	if (p == MAP_FAILED || c->data == MAP_FAILED) {
 		r = -errno;
 		if (p != MAP_FAILED)
 			munmap(p, MT_HEADER_SIZE);
 		if (c->data != MAP_FAILED)
-			munmap(c->data, RESERVE);
+			munmap(c->data, c->reserve);
 		close(c->fd);
 		free(c);
 		return r;
@@ -213,7 +225,7 @@ int mt_ring_open(struct mt_ring **out, const char *path)
 		return -EINVAL;
 	}
 	c->trace.data = c->data;
-	c->trace.size = RESERVE;
+	c->trace.size = c->reserve;
 	c->trace.header = *c->header;
 	c->trace.chunk_header = sizeof(struct mt_chunk_header);
 	c->replay = mt_replay_stream_new(&c->trace);
@@ -250,16 +262,31 @@ void mt_ring_close(struct mt_ring *c)
 	mt_map_free(&c->inst_of);
 	mt_replay_free(c->replay);
 	if (c->data)
-		munmap(c->data, RESERVE);
+		munmap(c->data, c->reserve);
 	if (c->header)
 		munmap(c->header, MT_HEADER_SIZE);
 	close(c->fd);
 	free(c);
 }
 
+static uint64_t rss_anon_kib(void)
+{
+	char line[128];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s)
 {
 	*s = c->stats;
+	s->rss_anon_kib = rss_anon_kib();
 	s->overflow = atomic_load((_Atomic uint64_t *)&c->header->ring_overflow);
 }
 
@@ -637,33 +664,46 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			return r;
 	}
 	for (;;) {
-		struct thread *best = NULL;
+		struct thread *best = NULL, *second = NULL;
 		for (uint32_t i = 0; i < ci->nthreads; i++) {
 			struct thread *t = &c->threads[ci->threads[i]];
 			if (!t->have && (r = fill(c, t, ci, ended)) < 0)
 				return r;
-			if (t->have && (!best || earlier(t, best)))
+			if (!t->have)
+				continue;
+			if (!best || earlier(t, best)) {
+				second = best;
 				best = t;
+			} else if (!second || earlier(t, second)) {
+				second = t;
+			}
 		}
 		if (!best || best->key >= w)
 			break;
-		/* instances are made only by walk(): the pointer holds through the merge */
-		if (best->key > next_child &&
-		    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
-			return r;
-		/* events only: a sample or a mark is a moment's, which the consumer does not keep
-		 */
-		if (mt_record_is_event(best->rec.type) &&
-		    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
-		                                &best->tracked)) < 0)
-			return r;
-		if (best->phase == 0) {
-			best->phase = 1;
-			best->key = best->rec.time;
-			continue;
+		/* the earliest thread runs on until it passes the next one: no look at every
+		 * thread for each record (a thread with nothing yet is looked at again then: what
+		 * it writes now is past w, but for a stalled writer's, which may come late) */
+		while (best->have && best->key < w && (!second || earlier(best, second))) {
+			/* instances are made only by walk(): the pointer holds through the merge */
+			if (best->key > next_child &&
+			    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
+				return r;
+			/* events only: a sample or a mark is a moment's, which the consumer does
+			 * not keep */
+			if (mt_record_is_event(best->rec.type) &&
+			    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
+			                                &best->tracked)) < 0)
+				return r;
+			if (best->phase == 0) {
+				best->phase = 1;
+				best->key = best->rec.time;
+				continue;
+			}
+			ci->events += mt_record_is_event(best->rec.type);
+			best->have = false;
+			if ((r = fill(c, best, ci, ended)) < 0)
+				return r;
 		}
-		ci->events += mt_record_is_event(best->rec.type);
-		best->have = false;
 	}
 	return seed_children(c, ci->id, w, &next_child);
 }

@@ -28,9 +28,14 @@ int mt_ring_open(struct mt_ring **out, const char *path);
  * (the consumer cannot go on: the writers grow the file from then on).
  */
 int mt_ring_poll(struct mt_ring *c, bool ended);
-/* Rounds written, extents given back, and bytes claimed past the ring (header). */
+/*
+ * Rounds written, extents given back, bytes claimed past the ring (header),
+ * and the consumer's process's own memory now (RssAnon: not the trace's
+ * pages it maps; 0 when unknown).
+ */
 struct mt_ring_stats {
 	uint64_t rounds, released, overflow, keyframe_bytes;
+	uint64_t rss_anon_kib;
 };
 void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s);
 void mt_ring_close(struct mt_ring *c);

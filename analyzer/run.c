@@ -321,19 +321,6 @@ static bool find_trace(const char *name, pid_t root, uint64_t since_ns, char *ou
 }
 
 /* This process's anonymous resident memory (RssAnon, /proc/self/status) in KiB; 0 unknown. */
-static unsigned long long rss_anon_kib(void)
-{
-	char line[128];
-	unsigned long long kib = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
 
 /*
  * The ring's consumer while the program runs (ring.h): it polls every 10 ms
@@ -400,7 +387,7 @@ static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns
 		        "memory of its own\n",
 		        (double)use.ru_utime.tv_sec + (double)use.ru_stime.tv_sec +
 		                (double)(use.ru_utime.tv_usec + use.ru_stime.tv_usec) / 1e6,
-		        rss_anon_kib());
+		        (unsigned long long)st.rss_anon_kib);
 	mt_ring_close(ring);
 }
 

@@ -172,19 +172,18 @@ static int sum_live(void *ctx, const struct mt_block *blk)
 	return 0;
 }
 
-static struct live_sum child_live;
-
+/* Sums the live blocks of instance 2, the child, into ctx (a struct live_sum). */
 static int child_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 {
-	(void)ctx;
 	if (in->id == 2)
-		mt_replay_foreach_live(r, in, sum_live, &child_live);
+		mt_replay_foreach_live(r, in, sum_live, ctx);
 	return 0;
 }
 
 static void test_fork_and_ends(void)
 {
 	static const struct mt_replay_callbacks cb = {.instance_done = child_done};
+	struct live_sum child_live = {0};
 	struct mt_error err = {0};
 	struct run run;
 	struct tb b;
@@ -214,10 +213,9 @@ static void test_fork_and_ends(void)
 	tb_alloc(&b, 61, MT_FN_MALLOC, 0xA000, 1, 0);
 
 	memset(&run, 0, sizeof(run));
-	memset(&child_live, 0, sizeof(child_live));
 	CHECK_EQ(mt_reader_open_memory(&run.t, b.buf, b.size, &err), 0);
 	CHECK_EQ(mt_replay_open(&run.r, &run.t, &err), 0);
-	CHECK_EQ(mt_replay_run(run.r, &cb, NULL, &err), 0);
+	CHECK_EQ(mt_replay_run(run.r, &cb, &child_live, &err), 0);
 	CHECK_EQ(mt_replay_instance_count(run.r), 3);
 
 	CHECK_EQ(mt_replay_find_instance(run.r, 1)->end, MT_END_EXEC);
@@ -266,6 +264,54 @@ static int take_stack(void *ctx, const struct mt_stack_stats *s)
 		f->peak[s->stack] = s->peak_bytes;
 	}
 	return 0;
+}
+
+/*
+ * A live block's size has 32 bits in the live set's map: one of 4 GiB or
+ * more (or of exactly the 32-bit mark, 4 GiB - 1) keeps its size beside it,
+ * through an address handed out again, a realloc, a fork's copy and a free.
+ */
+static void test_blocks_past_32_bits(void)
+{
+	static const struct mt_replay_callbacks cb = {.instance_done = child_done};
+	const uint64_t gib = 1ull << 30, mark = UINT32_MAX;
+	struct live_sum child_live = {0};
+	struct mt_error err = {0};
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 5 * gib, 1);
+	tb_alloc(&b, 11, MT_FN_MALLOC, 0xB000, mark, 2);
+	tb_alloc(&b, 12, MT_FN_MALLOC, 0xC000, 100, 1);
+	tb_alloc(&b, 30, MT_FN_MALLOC, 0xA000, 10, 1); /* its free was lost: the 5 GiB are gone */
+	tb_realloc(&b, 35, 33, 0xB000, 0xD000, 6 * gib, 2);
+	tb_free(&b, 40, 0xC000);
+	tb_exit(&b, 50, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 2, 200, 200, 25);
+	tb_process(&b, 25, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
+	tb_free(&b, 41, 0xA000); /* the inherited 5 GiB */
+	tb_exit(&b, 45, MT_EXIT_EXIT, 0);
+	memset(&run, 0, sizeof(run));
+	CHECK_EQ(mt_reader_open_memory(&run.t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_replay_open(&run.r, &run.t, &err), 0);
+	CHECK_EQ(mt_replay_run(run.r, &cb, &child_live, &err), 0);
+	CHECK_EQ(host(&run, 1)->allocations, 5);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->bytes_allocated, 5 * gib + mark + 100 + 10 + 6 * gib);
+	CHECK_EQ(host(&run, 1)->live_bytes, 6 * gib + 10);
+	CHECK_EQ(host(&run, 1)->live_blocks, 2);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 5 * gib + mark + 100);
+	CHECK_EQ(host(&run, 1)->peak_time, 12);
+	CHECK_EQ(host(&run, 2)->inherited_bytes, 5 * gib + mark + 100);
+	CHECK_EQ(host(&run, 2)->inherited_blocks, 3);
+	CHECK_EQ(host(&run, 2)->frees, 1);
+	CHECK_EQ(host(&run, 2)->live_bytes, mark + 100);
+	CHECK_EQ(child_live.bytes[MT_KIND_HOST], mark + 100);
+	CHECK_EQ(child_live.blocks, 2);
+	done(&run, &b);
 }
 
 static void test_peak_stacks_and_fails(void)
@@ -501,6 +547,7 @@ int main(void)
 	test_munmap_split();
 	test_fork_and_ends();
 	test_peak_stacks_and_fails();
+	test_blocks_past_32_bits();
 	test_merge_order();
 	test_exec_ends();
 	test_python();
