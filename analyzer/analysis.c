@@ -266,10 +266,13 @@ static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, u
                       uint64_t size, uint64_t stack)
 {
 	struct thread_state *th = &run->threads[t];
+	struct mt_kind_result *kr = &run->res->kind[k];
 	struct candidate *c;
 	bool created;
 
-	run->res->kind[k].histogram[bucket_of(size)]++;
+	if (!kr->histogram && !(kr->histogram = calloc(MT_HISTOGRAM_BUCKETS, sizeof(uint64_t))))
+		return -ENOMEM;
+	kr->histogram[bucket_of(size)]++;
 	if (th->pending[k] && use_maps(run)) {
 		c = mt_map_get(&run->candidates[k], th->addr[k]);
 		if (c && c->thread == t)
@@ -557,6 +560,15 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 	return 0;
 }
 
+/* Each process's rows stay to the end: no room for more (collect_row doubles the room). */
+static void rows_fit(struct mt_kind_result *kr)
+{
+	void *p;
+
+	if (kr->nrows && (p = realloc(kr->rows, kr->nrows * sizeof(*kr->rows))))
+		kr->rows = p;
+}
+
 static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
 {
 	struct mt_analysis_run *run = ctx;
@@ -584,6 +596,8 @@ static int on_instance_done(void *ctx, struct mt_replay *r, const struct mt_inst
 		memcpy(kr->leak_kinds, run->reach.total, sizeof(kr->leak_kinds));
 	}
 	ret = mt_replay_foreach_stack(r, in, collect_row, &c);
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		rows_fit(&run->res->kind[k]);
 	if (ret == 0)
 		ret = mt_diagnosis_finish(&run->res->diag, in, mt_replay_clock(r));
 out:
@@ -681,6 +695,7 @@ void mt_analysis_free(struct mt_analysis *a)
 			free(a->procs[i].kind[k].rows);
 			free(a->procs[i].kind[k].stack_rows);
 			free(a->procs[i].kind[k].fails);
+			free(a->procs[i].kind[k].histogram);
 		}
 		mt_diagnosis_free(&a->procs[i].diag);
 	}

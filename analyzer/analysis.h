@@ -99,7 +99,9 @@ struct mt_kind_result {
 	/* the exit's scan classified them (host blocks of a process it ran in): the split */
 	bool classified;
 	struct mt_leak_count leak_kinds[MT_LEAK_CLASS_COUNT];
-	uint64_t histogram[MT_HISTOGRAM_BUCKETS];
+	/* MT_HISTOGRAM_BUCKETS counts, made by the first allocation: most of the kinds of
+	 * most processes have none */
+	uint64_t *histogram;
 	struct mt_stack_row *rows; /* every stack with a non-zero figure, in no order */
 	size_t nrows;
 	/* after mt_analysis_group, rows are the groups' and these the stacks' */

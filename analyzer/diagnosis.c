@@ -127,6 +127,8 @@ struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const ch
 
 	if (f->nfindings == MT_FINDINGS_MAX)
 		return NULL;
+	if (!f->findings && !(f->findings = malloc(MT_FINDINGS_MAX * sizeof(*f->findings))))
+		return NULL;
 	x = &f->findings[f->nfindings++];
 	memset(x, 0, sizeof(*x));
 	x->name = name;
@@ -223,6 +225,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 
 	mt_growth_sort(d);
 	summarize(&d->mem, in);
+	free(f->findings);
 	memset(f, 0, sizeof(*f));
 	/* a failed request is the headline: first, whatever follows */
 	mt_finding_allocation_failed(f, in, fit);
@@ -252,6 +255,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
 void mt_diagnosis_free(struct mt_diagnosis *d)
 {
 	free(d->growth);
+	free(d->frag.findings);
 	memset(d, 0, sizeof(*d));
 }
 

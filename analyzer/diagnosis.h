@@ -103,7 +103,8 @@ struct mt_fragmentation {
 	 * keepcost its lower one.
 	 */
 	uint64_t trim_would_return;
-	struct mt_finding findings[MT_FINDINGS_MAX];
+	struct mt_finding *findings; /* room for MT_FINDINGS_MAX, made by the first: most
+	                                processes have none, and each is 1.3 KB of text */
 	uint32_t nfindings;
 };
 
@@ -184,7 +185,7 @@ int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
 void mt_diagnosis_free(struct mt_diagnosis *d);
 
-/* A new finding of f, NULL when f holds MT_FINDINGS_MAX already. */
+/* A new finding of f, NULL when f holds MT_FINDINGS_MAX already or memory ran out. */
 struct mt_finding *mt_diagnosis_add_finding(struct mt_fragmentation *f, const char *name,
                                             uint64_t figure);
 /* Findings in files of their own (finding-*.c), called by mt_diagnosis_finish. */

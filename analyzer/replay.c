@@ -151,8 +151,12 @@ struct mt_instance_priv {
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
 	uint64_t traced_before_last;
 	bool sample_waits;
-	struct live *live;  /* during replay */
-	struct live *seed;  /* a forked child's copy of its parent's live set */
+	struct live *live; /* during replay */
+	struct live *seed; /* a forked child's copy of its parent's live set */
+	/* copies of live made for children not replayed yet, which read these figures, and
+	 * whether the instance_done callback is over: then no one else does (stats_release) */
+	uint32_t seeds_out;
+	bool stats_done;
 	uint32_t *children; /* indices of the instances forked from this one */
 	uint32_t nchildren, children_cap;
 	uint32_t modules_cap;
@@ -788,7 +792,8 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 	struct mt_sample_point *sp;
 
 	if (in->nsamples == p->samples_cap) {
-		uint64_t cap = p->samples_cap ? p->samples_cap * 2 : 256;
+		uint64_t cap =
+		        p->samples_cap ? p->samples_cap * 2 : 8; /* many processes live for a few */
 		void *q = realloc(in->samples, cap * sizeof(*in->samples));
 		if (!q)
 			return -ENOMEM;
@@ -871,6 +876,27 @@ static int stats_grow(struct mt_instance_priv *p)
 	p->hot = hot;
 	p->stats_cap = cap;
 	return 0;
+}
+
+/*
+ * An instance's per-stack figures are read during its replay and its
+ * instance_done callback, and its forked children's seeds name them until
+ * each child is seeded: after that they go, so that a trace of many
+ * processes costs what each holds live, not every figure it ever had.
+ */
+static void stats_release(struct mt_instance_priv *p)
+{
+	if (!p->stats_done || p->seeds_out)
+		return;
+	for (int k = 0; k < MT_KIND_COUNT; k++)
+		mt_map_free(&p->stat_index[k]);
+	free(p->hot);
+	free(p->ids);
+	free(p->cold);
+	p->hot = NULL;
+	p->ids = NULL;
+	p->cold = NULL;
+	p->nstats = p->stats_cap = 0;
 }
 
 /* stat_of when the instance's own stack has no figures yet, or another instance's. */
@@ -1088,6 +1114,7 @@ static struct live *live_copy(const struct live *src)
 	if (!l)
 		return NULL;
 	l->owner = src->owner;
+	l->owner->seeds_out++; /* until seed_child or seed_drop */
 	mt_map_init(&l->big, sizeof(struct big_block));
 	if (mt_map_copy(&l->host, &src->host) < 0 || mt_map_copy(&l->big, &src->big) < 0 ||
 	    mt_heap_pages_copy(&l->pages, &src->pages) < 0)
@@ -1106,6 +1133,16 @@ fail:
 	mt_heap_pages_free(&l->pages);
 	free(l);
 	return NULL;
+}
+
+/* A child's seed it will not take: its owner's figures may go. */
+static void seed_drop(struct live *seed)
+{
+	if (!seed)
+		return;
+	seed->owner->seeds_out--;
+	stats_release(seed->owner);
+	live_free(seed);
 }
 
 static uint64_t range_end(uint64_t a, uint64_t len)
@@ -1512,6 +1549,8 @@ static int seed_child(struct mt_instance *in)
 		in->kind[kind].inherited_bytes += bytes;
 		in->kind[kind].inherited_blocks += b.blocks;
 	}
+	seed->owner->seeds_out--;
+	stats_release(seed->owner);
 	seed->owner = p;
 	for (size_t i = 0; i < seed->nranges; i++) {
 		struct range *rg = &seed->ranges[i];
@@ -1646,7 +1685,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 		if (ret < 0)
 			goto out;
 	} else {
-		live_free(p->seed);
+		seed_drop(p->seed);
 		p->seed = NULL;
 		p->live = live_new(p);
 		if (!p->live || (p->kf && (ret = load_keyframe(in, p->kf)) < 0))
@@ -1686,7 +1725,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
 		while (next_child < nchildren && children[next_child]->start_time < key) {
-			live_free(children[next_child]->priv->seed);
+			seed_drop(children[next_child]->priv->seed);
 			children[next_child]->priv->seed = live_copy(p->live);
 			if (!children[next_child++]->priv->seed) {
 				ret = -ENOMEM;
@@ -1706,7 +1745,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	if (ret < 0)
 		goto out;
 	for (; next_child < nchildren; next_child++) {
-		live_free(children[next_child]->priv->seed);
+		seed_drop(children[next_child]->priv->seed);
 		children[next_child]->priv->seed = live_copy(p->live);
 		if (!children[next_child]->priv->seed) {
 			ret = -ENOMEM;
@@ -1720,6 +1759,8 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	in->replayed = true;
 	if (cb && cb->instance_done)
 		ret = cb->instance_done(ctx, r, in);
+	p->stats_done = true;
+	stats_release(p);
 out:
 	if (ret == -ENOMEM && err) {
 		err->offset = 0;

@@ -356,8 +356,9 @@ const struct mt_pycode *mt_replay_pycode(const struct mt_replay *r, uint32_t ins
 int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
                            int (*fn)(void *ctx, const struct mt_block *b), void *ctx);
 /*
- * Per-stack figures of a replayed instance (kept until mt_replay_free); also
- * during its record callback, where live_* are current and peak_* may lag.
+ * Per-stack figures of an instance during its instance_done callback (they
+ * go after it, once its forked children are seeded); also during its record
+ * callback, where live_* are current and peak_* may lag.
  */
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
                             int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx);

@@ -230,7 +230,7 @@ static json_t *kind_json(struct mt_analysis *a, struct mt_sym *syms,
 		json_array_append_new(fails, fo);
 	}
 	json_object_set_new(o, "failures", fails);
-	for (int b = 0; b < MT_HISTOGRAM_BUCKETS; b++) {
+	for (int b = 0; k->histogram && b < MT_HISTOGRAM_BUCKETS; b++) {
 		json_t *h;
 		if (!k->histogram[b])
 			continue;

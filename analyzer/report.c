@@ -150,7 +150,7 @@ static void print_histogram(const struct mt_kind_result *k)
 	char lo[32];
 	bool any = false;
 
-	for (int b = 0; b < MT_HISTOGRAM_BUCKETS; b++) {
+	for (int b = 0; k->histogram && b < MT_HISTOGRAM_BUCKETS; b++) {
 		if (!k->histogram[b])
 			continue;
 		mt_size_text(lo, sizeof(lo), b ? UINT64_C(1) << (b - 1) : 0);

@@ -460,7 +460,8 @@ static void replay(const struct mt_trace *t, uint64_t *h)
 	mix(&x.h, (uint64_t)r);
 	if (r < 0)
 		mix_error(&x.h, &err);
-	/* what a report walks afterwards: every instance, replayed or not, and its stacks */
+	/* what a report walks afterwards: every instance, replayed or not, and its stacks (none
+	 * left: they go after instance_done) */
 	for (uint32_t i = 0; i < mt_replay_instance_count(x.r); i++) {
 		const struct mt_instance *in = mt_replay_instance(x.r, i);
 		if (mt_replay_find_instance(x.r, in->id) != in)
