@@ -69,7 +69,8 @@ static __attribute__((noinline)) void pass_failed_at(unsigned fn, size_t size, i
  * sampled malloc cost memtrace. A tail call (a jump, at -O2) leaves no frame
  * of the exported function behind, so that MT_MARK_CALLER in the rest still
  * sees the program's call (were it a call, the stack would begin with
- * memtrace's own frame, which the analyzer leaves out: frames.c).
+ * memtrace's own frame, which the analyzer leaves out: frames.c). Full
+ * capture pays a test of mt_config.sampling and the jump.
  */
 static __attribute__((noinline)) void *traced_malloc(size_t size)
 {
@@ -100,7 +101,7 @@ MT_EXPORT void *malloc(size_t size)
 {
 	void *p;
 
-	if (MT_LIKELY(mt_real.malloc) && mt_sample_pass(size)) {
+	if (mt_config.sampling && MT_LIKELY(mt_real.malloc) && mt_sample_pass(size)) {
 		p = mt_real.malloc(size);
 		if (MT_UNLIKELY(!p))
 			PASS_FAILED(MT_FN_MALLOC, size, errno);
@@ -127,7 +128,7 @@ MT_EXPORT void free(void *p)
 {
 	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
 		return;
-	if (MT_LIKELY(mt_real.free) && mt_sample_unrecorded(p)) {
+	if (mt_config.sampling && MT_LIKELY(mt_real.free) && mt_sample_unrecorded(p)) {
 		mt_real.free(p);
 		return;
 	}
@@ -163,7 +164,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 {
 	void *p;
 
-	if (MT_LIKELY(mt_real.calloc) && mt_sample_pass(product(n, size))) {
+	if (mt_config.sampling && MT_LIKELY(mt_real.calloc) && mt_sample_pass(product(n, size))) {
 		p = mt_real.calloc(n, size);
 		if (MT_UNLIKELY(!p))
 			PASS_FAILED(MT_FN_CALLOC, n * size, errno);
