@@ -61,13 +61,13 @@ static uint64_t last_pss, last_private_dirty;
 static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
 /*
  * Pss and Private_Dirty move with the process's pages: a page mapped in,
- * dropped, or copied on write (a fault), which statm's resident and shared
- * counts and the fault count show for a few microseconds. smaps_rollup is
- * read again once the faults and the change of those counts since its last
- * read add up to more than 1/2^PSS_MOVED_SHIFT of the resident pages (Pss
- * can have moved by about that much in between), or when the last read is
- * PSS_MAX_AGE_NS old: Pss also moves when another process changes its share
- * of this one's pages (a forked child writes to them or exits), which
+ * dropped, or copied on write (a fault). statm's resident and shared counts
+ * and getrusage's fault count show those for microseconds where
+ * smaps_rollup walks every page. smaps_rollup is read again once the faults
+ * and the change of those counts since its last read add up to more than
+ * 1/2^PSS_MOVED_SHIFT of the resident pages (Pss can have moved by about
+ * that much in between), or when the last read is PSS_MAX_AGE_NS old: Pss
+ * also moves when another process maps or drops the same file pages, which
  * nothing here sees.
  */
 #define PSS_MOVED_SHIFT 6
