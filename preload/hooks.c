@@ -31,25 +31,48 @@ static size_t product(size_t a, size_t b)
 
 /*
  * A call that mt_sample_pass let through failed: recorded as every failure
- * is (the countdown given back its bytes, nothing was allocated).
+ * is (the countdown given back its bytes, nothing was allocated). Out of
+ * line, so that the pass saves no register for it: the interposed function
+ * takes its caller's registers (PASS_FAILED).
  */
-static inline __attribute__((always_inline)) void pass_failed(unsigned fn, size_t size, int error)
+static __attribute__((noinline)) void pass_failed_at(unsigned fn, size_t size, int error,
+                                                     uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
 	if (!mt_enter())
 		return;
 	int err = errno;
 	mt_self.sample_left += (int64_t)size;
-	MT_MARK_CALLER();
+	mt_self.caller_ip = ip;
+	mt_self.caller_sp = sp;
+	mt_self.caller_bp = bp;
 	mt_rec_fail(fn, size, error);
 	mt_leave(err);
 }
+
+#define PASS_FAILED(fn, size, error)                                                               \
+	do {                                                                                       \
+		uintptr_t ip_, sp_, bp_;                                                           \
+		MT_CALLER_REGS(ip_, sp_, bp_);                                                     \
+		pass_failed_at(fn, size, error, ip_, sp_, bp_);                                    \
+	} while (0)
 
 /*
  * The first call of the process looks the real functions up. A call that
  * comes while that is under way (dlsym's own calloc) finds them still
  * unknown and is served from the bootstrap arena.
  */
-MT_EXPORT void *malloc(size_t size)
+/*
+ * malloc, calloc and free are each split in two: the exported function holds
+ * sampled mode's pass (mt_sample_pass, mt_sample_unrecorded), which needs no
+ * saved register, and tail-calls the rest. Inline, the rest's registers made
+ * every pass save and restore six of them, 16 of the 40 instructions a
+ * sampled malloc cost memtrace. A tail call (a jump, at -O2) leaves no frame
+ * of the exported function behind, so that MT_MARK_CALLER in the rest still
+ * sees the program's call (were it a call, the stack would begin with
+ * memtrace's own frame, which the analyzer leaves out: frames.c). Full
+ * capture pays a test of mt_config.sampling and the jump.
+ */
+static __attribute__((noinline)) void *traced_malloc(size_t size)
 {
 	void *p;
 
@@ -57,12 +80,6 @@ MT_EXPORT void *malloc(size_t size)
 		mt_real_resolve();
 		if (!mt_real.malloc)
 			return mt_bootstrap_alloc(size);
-	}
-	if (mt_sample_pass(size)) {
-		p = mt_real.malloc(size);
-		if (MT_UNLIKELY(!p))
-			pass_failed(MT_FN_MALLOC, size, errno);
-		return p;
 	}
 	if (!mt_enter())
 		return mt_real.malloc(size);
@@ -80,10 +97,21 @@ MT_EXPORT void *malloc(size_t size)
 	return p;
 }
 
-MT_EXPORT void free(void *p)
+MT_EXPORT void *malloc(size_t size)
 {
-	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
-		return;
+	void *p;
+
+	if (mt_config.sampling && MT_LIKELY(mt_real.malloc) && mt_sample_pass(size)) {
+		p = mt_real.malloc(size);
+		if (MT_UNLIKELY(!p))
+			PASS_FAILED(MT_FN_MALLOC, size, errno);
+		return p;
+	}
+	return traced_malloc(size);
+}
+
+static __attribute__((noinline)) void traced_free(void *p)
+{
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
 	if (mt_sample_unrecorded(p) || !mt_enter()) {
@@ -96,7 +124,18 @@ MT_EXPORT void free(void *p)
 	mt_leave_hot();
 }
 
-MT_EXPORT void *calloc(size_t n, size_t size)
+MT_EXPORT void free(void *p)
+{
+	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
+		return;
+	if (mt_config.sampling && MT_LIKELY(mt_real.free) && mt_sample_unrecorded(p)) {
+		mt_real.free(p);
+		return;
+	}
+	traced_free(p);
+}
+
+static __attribute__((noinline)) void *traced_calloc(size_t n, size_t size)
 {
 	void *p;
 
@@ -104,12 +143,6 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		mt_real_resolve();
 		if (!mt_real.calloc)
 			return mt_bootstrap_alloc(product(n, size));
-	}
-	if (mt_sample_pass(product(n, size))) {
-		p = mt_real.calloc(n, size);
-		if (MT_UNLIKELY(!p))
-			pass_failed(MT_FN_CALLOC, n * size, errno);
-		return p;
 	}
 	if (!mt_enter())
 		return mt_real.calloc(n, size);
@@ -125,6 +158,19 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		mt_leave(err);
 	}
 	return p;
+}
+
+MT_EXPORT void *calloc(size_t n, size_t size)
+{
+	void *p;
+
+	if (mt_config.sampling && MT_LIKELY(mt_real.calloc) && mt_sample_pass(product(n, size))) {
+		p = mt_real.calloc(n, size);
+		if (MT_UNLIKELY(!p))
+			PASS_FAILED(MT_FN_CALLOC, n * size, errno);
+		return p;
+	}
+	return traced_calloc(n, size);
 }
 
 /* realloc of a bootstrap block: move it to the real heap (never seen in practice). */
@@ -191,7 +237,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	if (mt_sample_pass(size)) { /* torch's CPU tensors come this way */
 		r = mt_real.posix_memalign(out, align, size);
 		if (MT_UNLIKELY(r))
-			pass_failed(MT_FN_POSIX_MEMALIGN, size, r);
+			PASS_FAILED(MT_FN_POSIX_MEMALIGN, size, r);
 		return r;
 	}
 	if (!mt_enter())

@@ -388,15 +388,17 @@ MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot
  * walked. The library is built with frame pointers for this: the caller's
  * return address is at fp + 8, its stack pointer fp + 16, its rbp at fp.
  * Must be expanded in the interposed function itself (or in a helper
- * inlined into it).
+ * inlined into it); MT_CALLER_REGS takes them into variables, for a helper
+ * out of line to mark.
  */
-#define MT_MARK_CALLER()                                                                           \
+#define MT_CALLER_REGS(ip, sp, bp)                                                                 \
 	do {                                                                                       \
 		const uintptr_t *fp_ = __builtin_frame_address(0);                                 \
-		mt_self.caller_ip = (uintptr_t)__builtin_return_address(0);                        \
-		mt_self.caller_sp = (uintptr_t)(fp_ + 2);                                          \
-		mt_self.caller_bp = fp_[0];                                                        \
+		(ip) = (uintptr_t)__builtin_return_address(0);                                     \
+		(sp) = (uintptr_t)(fp_ + 2);                                                       \
+		(bp) = fp_[0];                                                                     \
 	} while (0)
+#define MT_MARK_CALLER() MT_CALLER_REGS(mt_self.caller_ip, mt_self.caller_sp, mt_self.caller_bp)
 
 /*
  * Hot path: the hash (the stack table's key) and depth of the stack of the

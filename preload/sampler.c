@@ -15,10 +15,14 @@
  * the process is another one (a fork child: /proc/self was the parent's), or
  * when the cgroup changed.
  *
- * smaps_rollup walks every mapping of the process, which costs milliseconds
+ * smaps_rollup walks every page of the process, which costs milliseconds
  * in a large one; when it takes more than 5% of the interval in CPU time it
  * is read less often, so the sampler never takes more than a few percent of
- * a core.
+ * a core. And it is read only when the process's pages moved since the
+ * last read (statm's figures, its page faults), or that read is older than
+ * PSS_MAX_AGE_NS: on a program that keeps both cores busy, the sampler's
+ * CPU is the program's wall time, and smaps_rollup was most of it. A
+ * process that forked or was forked reads it at every sample as before.
  *
  * mallinfo2 takes every arena's lock: from this thread every 10 ms it would
  * contend with each allocating thread and wait on a lock that a thread stuck
@@ -44,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -54,6 +59,27 @@ static _Atomic bool sampling; /* one sample at a time: buffers are static */
 static uint64_t smaps_every = 1, smaps_tick;
 static uint64_t last_pss, last_private_dirty;
 static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
+/*
+ * Pss and Private_Dirty move with the process's pages: a page mapped in,
+ * dropped, or copied on write (a fault). statm's resident and shared counts
+ * and getrusage's fault count show those for microseconds where
+ * smaps_rollup walks every page. smaps_rollup is read again once the faults
+ * and the change of those counts since its last read add up to more than
+ * 1/2^PSS_MOVED_SHIFT of the resident pages (Pss can have moved by about
+ * that much in between), or when the last read is PSS_MAX_AGE_NS old: Pss
+ * also moves when another process maps or drops the same file pages, which
+ * nothing here sees.
+ */
+#define PSS_MOVED_SHIFT 6
+#define PSS_MAX_AGE_NS  (100 * 1000000u)
+static uint64_t pss_rss, pss_shared, pss_faults; /* pages, faults: at the last read */
+static uint64_t pss_read_ns;                     /* monotonic: when */
+/* A process that forked or was forked shares its pages with another
+ * process, whose writes and exit move this one's Pss at every moment (a
+ * worker pool's combined Pss came out 6% low with the parent's 100 ms old):
+ * it reads smaps_rollup at every sample, as the throttle lets. */
+static _Atomic bool pss_forked;
+static bool began_once; /* a fork child inherits it set */
 /* a fork shares pages anew, which makes every Pss of the tree stale: the
  * parent's is read again at its next sample whatever the throttle says */
 static _Atomic bool pss_wanted;
@@ -341,6 +367,30 @@ static void heap_figures(uint64_t *v, uint64_t *at)
 	}
 }
 
+/* The process's page faults so far, minor and major, all threads. */
+static uint64_t faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
+static uint64_t distance(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Whether Pss may have moved since smaps_rollup was last read (pss_rss). */
+static bool pages_moved(uint64_t rss, uint64_t shared, uint64_t flt, uint64_t now_ns)
+{
+	uint64_t moved =
+	        distance(flt, pss_faults) + distance(rss, pss_rss) + distance(shared, pss_shared);
+
+	return moved > rss >> PSS_MOVED_SHIFT || now_ns - pss_read_ns >= PSS_MAX_AGE_NS;
+}
+
 /* fresh: read smaps_rollup whatever the throttle says (the last sample
  * before the end, whose figures a report reads as the process's last). */
 static void take_sample(bool fresh)
@@ -348,7 +398,10 @@ static void take_sample(bool fresh)
 	static char text[4096];
 	uint64_t v[MT_SAMPLE_FIELD_COUNT];
 	uint64_t now, at = 0, began = mt_monotonic_ns();
+	unsigned long long size, rss = 0, shared = 0;
+	uint64_t flt = 0;
 	long page = sysconf(_SC_PAGESIZE);
+	bool moved = true; /* unknown without statm: read as often as the throttle lets */
 	uint8_t *rec, *q;
 
 	if (atomic_exchange(&sampling, true))
@@ -356,14 +409,17 @@ static void take_sample(bool fresh)
 	memset(v, 0, sizeof(v));
 	files_for_this_process();
 	if (read_slot(MT_FD_STATM, "/proc/self/statm", text, sizeof(text))) {
-		unsigned long long size, rss, shared;
 		int got = sscanf(text, "%llu %llu %llu", &size, &rss, &shared);
 		if (got >= 2)
 			v[MT_SAMPLE_RSS] = rss * (uint64_t)page;
-		if (got == 3) /* file-backed and shared memory: the rest of RSS is anonymous */
+		if (got == 3) { /* file-backed and shared memory: the rest of RSS is anonymous */
 			v[MT_SAMPLE_RSS_FILE] = shared * (uint64_t)page;
+			flt = faults();
+			moved = atomic_load(&pss_forked) || pages_moved(rss, shared, flt, began);
+		}
 	}
-	if (++smaps_tick >= smaps_every || fresh || atomic_exchange(&pss_wanted, false)) {
+	if ((++smaps_tick >= smaps_every && moved) || fresh ||
+	    atomic_exchange(&pss_wanted, false)) {
 		/* the read's cost in this thread's CPU time: wall time, on a machine whose cores
 		 * are busy, counts the waits for a core too, and made Pss reads rarest when a
 		 * forked tree was busiest (its combined Pss 24% low in a CI run under load) */
@@ -373,6 +429,10 @@ static void take_sample(bool fresh)
 			last_pss = field_kb(text, "\nPss:");
 			last_private_dirty = field_kb(text, "\nPrivate_Dirty:");
 			last_pss_at = mt_now();
+			pss_read_ns = began;
+			pss_rss = rss;
+			pss_shared = shared;
+			pss_faults = flt;
 		}
 		uint64_t took = cpu_ns() - cpu;
 		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u / 20;
@@ -434,6 +494,7 @@ void mt_sampler_cgroup(uint64_t *current, uint64_t *max)
 
 void mt_sampler_forked(void)
 {
+	atomic_store(&pss_forked, true);
 	atomic_store(&pss_wanted, true);
 }
 
@@ -481,6 +542,9 @@ void mt_sampler_start(void)
 	smaps_every = 1;
 	smaps_tick = 0;
 	last_pss_at = 0;
+	pss_read_ns = pss_rss = pss_shared = pss_faults = 0;
+	atomic_store(&pss_forked, began_once);
+	began_once = true;
 	atomic_store(&pss_wanted, false);
 	/* the same for the heap figures: a parent's thread may have been taking them */
 	atomic_store(&mt_heap_ask, MT_HEAP_QUIET);

@@ -102,6 +102,10 @@ def test_small_failures_recorded():
               f"{mode}: {host['failed_allocations']} failed allocations recorded, "
               f"the program saw {100 - got}")
         check(all(f["size"] == 65536 for f in host["failures"]), f"{mode}: {host['failures']}")
+        # the stack of the program's call, never one of memtrace's own frames
+        # (sampled mode records a passed call's failure out of line)
+        tops = {f["stack"]["frames"][0]["function"] for f in host["failures"]}
+        check(tops == {"grab"}, f"{mode}: the failures' innermost frames are {tops}, not grab")
         shutil.rmtree(d)
 
 

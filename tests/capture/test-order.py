@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: MIT
+"""The order of two threads' events on one address. An allocation's time is
+taken after it returned, behind an lfence, so it is never before the loads
+that found its block free, and so never before the free that gave the block
+back in another thread, whose time is taken before that free's stores (mt.h,
+mt_now and mt_now_before). ping-pong makes every allocation follow such a
+free within a few hundred instructions."""
+import os
+import re
+import shutil
+
+from harness import BIN, check, main, program, run, run_traced, workdir
+
+ROUNDS = 100000
+EVENT = re.compile(r"^\S+ pid \d+ tid (\d+) t=\+([0-9.]+)ms (ALLOC|FREE) \w+ (0x[0-9a-f]+)", re.M)
+
+
+def test_allocation_after_the_free_before_it():
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    # no tcache and one arena: the main thread's malloc takes back the block
+    # the other thread just freed
+    tunables = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1",
+                "MEMTRACE_REACHABILITY": "0"}
+    out = run_traced([program("ping-pong"), str(ROUNDS)], trace, tunables)
+    check(out.returncode == 0, f"ping-pong failed: {out.stderr.decode()}")
+    reused = int(out.stdout.split()[1])
+    check(reused > ROUNDS * 9 // 10, f"only {reused} of {ROUNDS} allocations took the freed block back")
+    dump = run([BIN, "dump", trace])
+    check(dump.returncode == 0, f"memtrace dump failed: {dump.stderr.decode()}")
+    per_addr = {}
+    for tid, t, kind, addr in EVENT.findall(dump.stdout.decode()):
+        per_addr.setdefault(addr, []).append((float(t), kind != "FREE", tid, kind))
+    # in time order (a free first at the same time), each address's events
+    # alternate: an allocation timed before the free that gave its block
+    # back comes before it, beside the allocation before that
+    handed, wrong = 0, []
+    for addr, events in per_addr.items():
+        events.sort()
+        for (t0, _, tid0, k0), (t1, _, tid1, k1) in zip(events, events[1:]):
+            if k0 == k1:
+                wrong.append((addr, k0, t0, k1, t1))
+            elif k0 == "FREE" and tid0 != tid1:
+                handed += 1
+    check(handed >= reused, f"{handed} allocations after another thread's free, the program saw {reused}")
+    check(not wrong, f"{len(wrong)} addresses out of order, e.g. {wrong[:3]} (event, ms, next event, ms)")
+    shutil.rmtree(d)
+
+
+main({"allocation_after_the_free_before_it": test_allocation_after_the_free_before_it})
