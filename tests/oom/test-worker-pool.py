@@ -6,8 +6,11 @@ count the parent once and each worker's copies: Pss about 128 MiB, RSS
 about 5 x 64 MiB (RSS counts the shared pages in every process)."""
 import os
 import shutil
+import signal
+import subprocess
+import time
 
-from oomtest import MiB, check, diagnosis, main, near, program, report, run_traced, workdir
+from oomtest import MiB, check, diagnosis, main, near, program, report, run_traced, traced_env, workdir
 
 WORKERS, DATASET = 4, 64 * MiB
 TOUCHED = DATASET // WORKERS
@@ -44,4 +47,31 @@ def test_copy_on_write_per_worker_and_tree():
     shutil.rmtree(d)
 
 
-main({"copy_on_write_per_worker_and_tree": test_copy_on_write_per_worker_and_tree})
+def test_tree_peak_with_a_stalled_worker():
+    """One worker stopped for 800 ms before its write, as a loaded machine can: the others wait
+    for it, so the copies are still held together and the tree's Pss peak still counts all
+    four (the sample's workers once held theirs apart: 111 MiB of 128)."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    p = subprocess.Popen([program("worker-pool"), str(WORKERS)], env=traced_env(trace),
+                         stdout=subprocess.DEVNULL)
+    kids, deadline = [], time.monotonic() + 10
+    while len(kids) < WORKERS and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            pass
+        time.sleep(0.002)
+    check(len(kids) == WORKERS, f"the workers did not start: {kids}")
+    os.kill(int(kids[-1]), signal.SIGSTOP)
+    time.sleep(0.8)
+    os.kill(int(kids[-1]), signal.SIGCONT)
+    check(p.wait(timeout=60) == 0, "worker-pool failed")
+    pss, truth = report(trace)["tree"]["combined_pss_peak"], DATASET + WORKERS * TOUCHED
+    check(0.9 * truth <= pss <= 1.2 * truth, f"the tree's combined Pss peak {pss} is not about {truth}")
+    shutil.rmtree(d)
+
+
+main({"copy_on_write_per_worker_and_tree": test_copy_on_write_per_worker_and_tree,
+      "tree_peak_with_a_stalled_worker": test_tree_peak_with_a_stalled_worker})
