@@ -20,21 +20,25 @@
 #include "reader.h"
 #include "replay.h"
 
-static const char *const sample_names[MT_SAMPLE_FIELD_COUNT] = {
-        "rss",
-        "pss",
-        "private_dirty",
-        "heap_arena",
-        "heap_in_use",
-        "heap_free",
-        "heap_trimmable",
-        "heap_mmapped",
-        "cgroup_current",
-        "cgroup_max",
-        "mem_total",
-        "rss_file",
-        "heap_age",
+/* by field: a field added to the format without its name here fails the build */
+static const char *const sample_names[] = {
+        [MT_SAMPLE_RSS] = "rss",
+        [MT_SAMPLE_PSS] = "pss",
+        [MT_SAMPLE_PRIVATE_DIRTY] = "private_dirty",
+        [MT_SAMPLE_HEAP_ARENA] = "heap_arena",
+        [MT_SAMPLE_HEAP_IN_USE] = "heap_in_use",
+        [MT_SAMPLE_HEAP_FREE] = "heap_free",
+        [MT_SAMPLE_HEAP_TRIMMABLE] = "heap_trimmable",
+        [MT_SAMPLE_HEAP_MMAPPED] = "heap_mmapped",
+        [MT_SAMPLE_CGROUP_CURRENT] = "cgroup_current",
+        [MT_SAMPLE_CGROUP_MAX] = "cgroup_max",
+        [MT_SAMPLE_MEM_TOTAL] = "mem_total",
+        [MT_SAMPLE_RSS_FILE] = "rss_file",
+        [MT_SAMPLE_HEAP_AGE] = "heap_age",
+        [MT_SAMPLE_PSS_AGE] = "pss_age",
 };
+_Static_assert(sizeof(sample_names) / sizeof(*sample_names) == MT_SAMPLE_FIELD_COUNT,
+               "a sample field without its name");
 
 static const char *origin_name(uint32_t origin)
 {
