@@ -101,67 +101,25 @@ void mt_feed_fault(void *addr)
 
 /* ---- the producer ---- */
 
-/* A unit can hold the record's fields whole. */
-static bool fits(const struct mt_record *rec)
-{
-	switch (rec->type) {
-	case MT_REC_ALLOC:
-		return rec->u.alloc.fn <= UINT8_MAX && rec->u.alloc.stack <= UINT32_MAX;
-	case MT_REC_FREE:
-		return rec->u.free.fn <= UINT8_MAX;
-	case MT_REC_REALLOC:
-		return rec->u.realloc.fn <= UINT8_MAX && rec->u.realloc.stack <= UINT32_MAX;
-	default:
-		return false;
-	}
-}
-
-/* rec, read from registers (time, addr), as a unit of stream i. */
-static void to_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint64_t addr,
-                    struct mt_unit *u)
+/* A record that is no event (or one that does not fit an event), read from registers (time,
+ * addr), as a unit of stream i. */
+static void whole_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint64_t addr,
+                       struct mt_unit *u)
 {
 	memset(u, 0, sizeof(*u));
-	u->type = (uint8_t)rec->type;
+	u->ev.type = (uint8_t)rec->type;
+	u->ev.offset = rec->offset;
+	u->ev.time = u->ev.t0 = rec->time;
+	u->ev.addr = time;
+	u->ev.old = addr;
 	u->stream = i;
-	u->offset = rec->offset;
-	u->time = u->t0 = rec->time;
-	if (rec->length > UINT8_MAX || !fits(rec)) {
-		u->flags = MT_UNIT_WHOLE;
-		u->addr = time;
-		u->old = addr;
-		if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
-			u->t0 = rec->u.mremap.t0;
-			u->flags |= MT_UNIT_FIRST_HALF;
-		} else if (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) {
-			u->t0 = rec->u.realloc.t0;
-			u->flags |= MT_UNIT_FIRST_HALF;
-		}
-		return;
-	}
-	u->length = (uint8_t)rec->length;
-	switch (rec->type) {
-	case MT_REC_ALLOC:
-		u->fn = (uint8_t)rec->u.alloc.fn;
-		u->addr = rec->u.alloc.addr;
-		u->size = rec->u.alloc.size;
-		u->stack = (uint32_t)rec->u.alloc.stack;
-		u->kind = (uint8_t)rec->u.alloc.kind;
-		break;
-	case MT_REC_FREE:
-		u->fn = (uint8_t)rec->u.free.fn;
-		u->addr = rec->u.free.addr;
-		u->kind = (uint8_t)rec->u.free.kind;
-		break;
-	default: /* MT_REC_REALLOC */
-		u->fn = (uint8_t)rec->u.realloc.fn;
-		u->t0 = rec->u.realloc.t0;
-		u->old = rec->u.realloc.old;
-		u->addr = rec->u.realloc.addr;
-		u->size = rec->u.realloc.size;
-		u->stack = (uint32_t)rec->u.realloc.stack;
-		if (u->old != 0)
-			u->flags = MT_UNIT_FIRST_HALF;
-		break;
+	u->flags = MT_UNIT_WHOLE;
+	if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
+		u->ev.t0 = rec->u.mremap.t0;
+		u->flags |= MT_UNIT_FIRST_HALF;
+	} else if (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) {
+		u->ev.t0 = rec->u.realloc.t0;
+		u->flags |= MT_UNIT_FIRST_HALF;
 	}
 }
 
@@ -172,11 +130,18 @@ static int advance(struct mt_feed *f, uint32_t i)
 
 	for (;;) {
 		uint64_t time = s->cur.time, addr = s->cur.addr;
-		int ret = mt_cursor_next(&s->cur, f->scratch, &f->perr_at);
+		int ret = mt_cursor_next_event(&s->cur, &s->head.ev, f->scratch, &f->perr_at);
 		if (ret < 0)
 			return ret;
+		if (ret == 2) {
+			s->head.stream = i;
+			s->head.flags = s->head.ev.type == MT_REC_REALLOC && s->head.ev.old != 0
+			                        ? MT_UNIT_FIRST_HALF
+			                        : 0;
+			return 1;
+		}
 		if (ret > 0) {
-			to_unit(f->scratch, i, time, addr, &s->head);
+			whole_unit(f->scratch, i, time, addr, &s->head);
 			return 1;
 		}
 		if (s->next)
@@ -196,8 +161,8 @@ static bool due_before(const struct stream *a, const struct stream *b)
 
 	if (ka != kb)
 		return ka < kb;
-	if (a->head.offset != b->head.offset)
-		return a->head.offset < b->head.offset;
+	if (a->head.ev.offset != b->head.ev.offset)
+		return a->head.ev.offset < b->head.ev.offset;
 	/* a record's own halves: the first one first */
 	return (a->head.flags & MT_UNIT_FIRST_HALF) > (b->head.flags & MT_UNIT_FIRST_HALF);
 }
@@ -418,38 +383,11 @@ static bool top_up(struct mt_feed *f)
 	}
 }
 
-/* The record of a unit that holds its fields, as mt_cursor_next gave it to the producer. */
+/* The record of a unit that holds its fields, as mt_cursor_next would give it. */
 static inline void fill(struct mt_feed *f, const struct mt_unit *u)
 {
-	struct mt_record *rec = f->rec;
-
-	rec->type = u->type;
-	rec->offset = u->offset;
-	rec->length = u->length;
-	rec->time = u->time;
-	rec->chunk = &f->chunks[u->stream];
-	switch (u->type) {
-	case MT_REC_ALLOC:
-		rec->u.alloc.fn = u->fn;
-		rec->u.alloc.addr = u->addr;
-		rec->u.alloc.size = u->size;
-		rec->u.alloc.stack = u->stack;
-		rec->u.alloc.kind = u->kind;
-		break;
-	case MT_REC_FREE:
-		rec->u.free.fn = u->fn;
-		rec->u.free.addr = u->addr;
-		rec->u.free.kind = u->kind;
-		break;
-	default: /* MT_REC_REALLOC */
-		rec->u.realloc.t0 = u->t0;
-		rec->u.realloc.fn = u->fn;
-		rec->u.realloc.old = u->old;
-		rec->u.realloc.addr = u->addr;
-		rec->u.realloc.size = u->size;
-		rec->u.realloc.stack = u->stack;
-		break;
-	}
+	mt_event_record(&u->ev, f->rec);
+	f->rec->chunk = &f->chunks[u->stream];
 }
 
 /* A unit's record, as mt_cursor_next would give it. */
@@ -464,15 +402,15 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 		memset(&c, 0, sizeof(c));
 		c.trace = f->trace;
 		c.chunk = *ch;
-		c.pos = f->trace->data + u->offset;
+		c.pos = f->trace->data + u->ev.offset;
 		c.end = f->trace->data + ch->offset + ch->avail;
-		c.time = u->addr;
-		c.addr = u->old;
+		c.time = u->ev.addr;
+		c.addr = u->ev.old;
 		ret = mt_cursor_next(&c, rec, err);
 		if (ret <= 0) {
 			/* the producer read it: the bytes changed under us */
 			if (err && ret == 0) {
-				err->offset = u->offset;
+				err->offset = u->ev.offset;
 				snprintf(err->message, sizeof(err->message),
 				         "the record changed while it was read");
 			}

@@ -945,16 +945,18 @@ done:
 }
 
 /*
- * The events that make up nearly every trace, decoded straight: the same
- * fields as decode() in the same order, without its bookkeeping for error
- * messages. false, with nothing of c changed, for anything it does not
- * read whole and valid: decode() then reads the record, and says why.
+ * An ALLOC, FREE or REALLOC decoded straight into *ev: the same fields as
+ * decode() in the same order, without its bookkeeping for error messages.
+ * false, with nothing of c changed, for anything it does not read whole
+ * and valid, or that does not fit an event (a function or a kind past 255,
+ * a stack id past 2^32): decode() then reads the record, and says what is
+ * wrong. In a skim only the time is read.
  */
-static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t *p,
+static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *p,
                        const uint8_t *end)
 {
 	const uint8_t *lim = c->end;
-	uint64_t dt, fn, da, db = 0, v, kind;
+	uint64_t dt, fn, da, db, v, kind, stack = 0;
 
 	if (!field(&p, end, lim, &dt))
 		return false;
@@ -962,21 +964,15 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 		c->time += (uint64_t)mt_unzigzag(dt);
 		return true;
 	}
-	switch (rec->type) {
+	switch (ev->type) {
 	case MT_REC_ALLOC:
 		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
-		    !field(&p, end, lim, &rec->u.alloc.size) ||
-		    !field(&p, end, lim, &rec->u.alloc.stack))
+		    !field(&p, end, lim, &ev->size) || !field(&p, end, lim, &stack))
 			return false;
 		kind = mt_fn_kind((unsigned)fn);
 		if (p < end && !field(&p, end, lim, &kind))
 			return false;
-		if (kind >= MT_KIND_COUNT)
-			return false;
-		rec->u.alloc.fn = fn;
-		rec->u.alloc.kind = kind;
-		rec->u.alloc.addr = c->addr + (uint64_t)mt_unzigzag(da);
-		c->addr = rec->u.alloc.addr;
+		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		break;
 	case MT_REC_FREE:
 		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
@@ -984,28 +980,88 @@ static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t
 		kind = mt_fn_kind((unsigned)fn);
 		if (p < end && !field(&p, end, lim, &kind))
 			return false;
-		if (kind >= MT_KIND_COUNT)
-			return false;
-		rec->u.free.fn = fn;
-		rec->u.free.kind = kind;
-		rec->u.free.addr = c->addr + (uint64_t)mt_unzigzag(da);
-		c->addr = rec->u.free.addr;
+		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
+		ev->size = 0;
 		break;
 	default: /* MT_REC_REALLOC */
 		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
 		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
-		    !field(&p, end, lim, &rec->u.realloc.size) ||
-		    !field(&p, end, lim, &rec->u.realloc.stack))
+		    !field(&p, end, lim, &ev->size) || !field(&p, end, lim, &stack))
 			return false;
-		rec->u.realloc.fn = fn;
-		rec->u.realloc.old = c->addr + (uint64_t)mt_unzigzag(da);
-		rec->u.realloc.addr = rec->u.realloc.old + (uint64_t)mt_unzigzag(db);
-		c->addr = rec->u.realloc.addr;
-		rec->u.realloc.t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
+		kind = MT_KIND_HOST;
+		ev->old = c->addr + (uint64_t)mt_unzigzag(da);
+		ev->addr = ev->old + (uint64_t)mt_unzigzag(db);
+		ev->t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
 		break;
 	}
+	if (kind >= MT_KIND_COUNT || fn > UINT8_MAX || stack > UINT32_MAX)
+		return false;
+	ev->fn = (uint8_t)fn;
+	ev->kind = (uint8_t)kind;
+	ev->stack = (uint32_t)stack;
+	c->addr = ev->addr;
 	c->time += (uint64_t)mt_unzigzag(dt);
+	ev->time = c->time;
+	if (ev->type != MT_REC_REALLOC) {
+		ev->t0 = ev->time;
+		ev->old = 0;
+	}
 	return true;
+}
+
+void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
+{
+	rec->type = ev->type;
+	rec->offset = ev->offset;
+	rec->length = ev->length;
+	rec->time = ev->time;
+	switch (ev->type) {
+	case MT_REC_ALLOC:
+		rec->u.alloc.fn = ev->fn;
+		rec->u.alloc.addr = ev->addr;
+		rec->u.alloc.size = ev->size;
+		rec->u.alloc.stack = ev->stack;
+		rec->u.alloc.kind = ev->kind;
+		break;
+	case MT_REC_FREE:
+		rec->u.free.fn = ev->fn;
+		rec->u.free.addr = ev->addr;
+		rec->u.free.kind = ev->kind;
+		break;
+	default: /* MT_REC_REALLOC */
+		rec->u.realloc.t0 = ev->t0;
+		rec->u.realloc.fn = ev->fn;
+		rec->u.realloc.old = ev->old;
+		rec->u.realloc.addr = ev->addr;
+		rec->u.realloc.size = ev->size;
+		rec->u.realloc.stack = ev->stack;
+		break;
+	}
+}
+
+/* An event whose length is one byte and whose payload is there whole, at c->pos: true and
+ * read into *ev, or false with nothing of c changed. */
+static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
+{
+	const uint8_t *p = c->pos;
+
+	if (c->done || c->end - p <= 2 || *p < MT_REC_ALLOC ||
+	    *p > (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) || p[1] >= 0x80 ||
+	    p[1] > c->end - p - 2)
+		return false;
+	ev->type = *p;
+	if (!fast_event(c, ev, p + 2, p + 2 + p[1]))
+		return false;
+	ev->offset = (uint64_t)(p - c->trace->data);
+	ev->length = p[1];
+	c->pos = p + 2 + p[1];
+	return true;
+}
+
+int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
+                         struct mt_error *err)
+{
+	return next_fast(c, ev) ? 2 : mt_cursor_next(c, rec, err);
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
@@ -1068,6 +1124,7 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
 {
 	const uint8_t *p = c->pos, *payload;
+	struct mt_event ev;
 	uint64_t len, off;
 	struct dec d;
 	int r;
@@ -1077,18 +1134,17 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 		return 0;
 	}
 	off = (uint64_t)(p - c->trace->data);
-	/* an event whose length is one byte and whose payload is there whole */
-	if (*p >= MT_REC_ALLOC && *p <= (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) &&
-	    c->end - p > 2 && p[1] < 0x80 && p[1] <= c->end - p - 2) {
-		rec->type = *p;
-		if (fast_event(c, rec, p + 2, p + 2 + p[1])) {
-			rec->offset = off;
-			rec->length = p[1];
-			rec->chunk = &c->chunk;
+	if (next_fast(c, &ev)) {
+		if (c->skim_events) {
+			rec->type = ev.type;
+			rec->offset = ev.offset;
+			rec->length = ev.length;
 			rec->time = c->time;
-			c->pos = p + 2 + p[1];
-			return 1;
+		} else {
+			mt_event_record(&ev, rec);
 		}
+		rec->chunk = &c->chunk;
+		return 1;
 	}
 	payload = p + 1;
 	if (c->chunk.avail < c->chunk.size &&

@@ -1212,23 +1212,77 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
  * short process's decoding.
  */
 #define FEED_THREAD_EVENTS (1u << 16)
-/* How many units ahead the blocks they name are fetched into the cache: a few cache misses'
- * worth of the replay's work, and less than the feed keeps made ahead. */
-#define PREFETCH_AHEAD 16
+/*
+ * The cache lines a unit will touch are fetched ahead of it, in two steps:
+ * FAR ahead those its own fields lead to (its block's slot in the live set,
+ * its stack's entry, its first page's count), NEAR ahead those the first
+ * ones lead to (the stack's figures, found through its block or its entry,
+ * and its last page's count). A few cache misses' worth of the replay's
+ * work, and less than the feed keeps made ahead.
+ */
+#define PREFETCH_FAR  16
+#define PREFETCH_NEAR 6
+/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
+#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
+#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
 
-/* The live block a unit will look up, fetched into the cache before it does. */
-static void prefetch(const struct mt_instance_priv *p, const struct mt_unit *u)
+/* The key of the block a unit looks up, or 0 for none. */
+static uint64_t unit_block(const struct mt_unit *u)
 {
 	if (u->flags & MT_UNIT_WHOLE)
-		return;
-	switch (u->type) {
+		return 0;
+	switch (u->ev.type) {
 	case MT_REC_ALLOC:
 	case MT_REC_FREE:
-		mt_map_prefetch(&p->live->host, mt_block_key(u->fn, u->addr));
-		break;
+		return mt_block_key(u->ev.fn, u->ev.addr);
 	case MT_REC_REALLOC:
-		mt_map_prefetch(&p->live->host, u->flags & MT_UNIT_FIRST_HALF ? u->old : u->addr);
-		break;
+		return u->flags & MT_UNIT_FIRST_HALF ? u->ev.old : u->ev.addr;
+	default:
+		return 0;
+	}
+}
+
+/* The unit allocates: its stack's entry among the instance's own. */
+static const uint64_t *unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const struct mt_by_stack *own;
+
+	if ((u->flags & MT_UNIT_WHOLE) ||
+	    (u->ev.type != MT_REC_ALLOC && u->ev.type != MT_REC_REALLOC) ||
+	    (u->flags & MT_UNIT_FIRST_HALF))
+		return NULL;
+	own = &p->own_stat[u->ev.type == MT_REC_ALLOC ? u->ev.kind : MT_KIND_HOST];
+	return u->ev.stack < own->cap ? &own->dense[u->ev.stack] : NULL;
+}
+
+static void prefetch_far(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const uint64_t *own = unit_own_stat(p, u);
+	uint64_t key = unit_block(u);
+
+	if (!key)
+		return;
+	mt_map_prefetch(&p->live->host, key);
+	mt_heap_pages_prefetch(&p->live->pages, key, own ? u->ev.size : 0);
+	if (own)
+		__builtin_prefetch(own);
+}
+
+static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const uint64_t *own = unit_own_stat(p, u);
+	const struct host_block *b;
+	uint64_t key;
+
+	if (own) {
+		if (*own)
+			__builtin_prefetch(&p->hot[*own - 1]);
+		return;
+	}
+	key = unit_block(u);
+	if (key && (b = mt_map_get_small(&p->live->host, key, HOST_SHIFT, HOST_VOFF))) {
+		__builtin_prefetch(&p->hot[b->stat]);
+		mt_heap_pages_prefetch(&p->live->pages, key, b->size);
 	}
 }
 
@@ -1438,12 +1492,18 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	if (ret < 0)
 		goto out;
 	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
-		const struct mt_unit *ahead = mt_feed_peek(feed, PREFETCH_AHEAD);
+		const struct mt_unit *far = mt_feed_peek(feed, PREFETCH_FAR),
+		                     *near = mt_feed_peek(feed, PREFETCH_NEAR);
 		uint64_t key = mt_unit_key(u);
 		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
-		if (ahead)
-			prefetch(p, ahead);
+		/* worth its work only where the tables outgrow the caches close to the core */
+		if (p->live->host.cap >= PREFETCH_BLOCKS || p->nstats >= PREFETCH_STATS) {
+			if (far)
+				prefetch_far(p, far);
+			if (near)
+				prefetch_near(p, near);
+		}
 		if (p->next_even_tick < key && (ret = even_checkpoints(in, key, false)) < 0)
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
