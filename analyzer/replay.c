@@ -157,7 +157,7 @@ struct mt_replay {
 	struct mt_map index; /* id -> index into instances (valid after sorting) */
 	struct mt_trace_stats stats;
 	struct mt_clock_fit fit;
-	long cores; /* online: with one, the feed's producer runs on the replay's thread */
+	enum mt_replay_thread thread;
 };
 
 /* ---- first pass ---- */
@@ -551,7 +551,6 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		return -ENOMEM;
 	}
 	r->trace = trace;
-	r->cores = sysconf(_SC_NPROCESSORS_ONLN);
 	r->fit = trace->fit;
 	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
@@ -1207,11 +1206,29 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 /* ---- second pass ---- */
 
 /*
- * The records are decoded on another core when there is one, for an
+ * The records are decoded on another core when one is free, for an
  * instance with this many events: a thread's start costs more than a
  * short process's decoding.
  */
 #define FEED_THREAD_EVENTS (1u << 16)
+
+void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how)
+{
+	r->thread = how;
+}
+
+static bool feed_thread(const struct mt_replay *r, const struct mt_instance *in)
+{
+	long cores;
+	double load;
+
+	if (r->thread != MT_REPLAY_THREAD_AUTO)
+		return r->thread == MT_REPLAY_THREAD_ALWAYS;
+	if (in->events < FEED_THREAD_EVENTS || (cores = sysconf(_SC_NPROCESSORS_ONLN)) < 2)
+		return false;
+	/* the load counts this process's own thread */
+	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5;
+}
 /*
  * The cache lines a unit will touch are fetched ahead of it, in two steps:
  * FAR ahead those its own fields lead to (its block's slot in the live set,
@@ -1444,6 +1461,11 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
                            const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
 	struct mt_instance_priv *p = in->priv;
+	/* read once: a call through cb could change them as far as the compiler knows */
+	int (*on_before)(void *, const struct mt_instance *, const struct mt_record *, uint64_t) =
+	        cb ? cb->before : NULL;
+	int (*on_record)(void *, const struct mt_instance *, const struct mt_record *) =
+	        cb ? cb->record : NULL;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -1487,18 +1509,17 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 
 	for (uint32_t t = 0; t < p->nthreads; t++)
 		streams[t] = (struct mt_feed_stream){p->threads[t].chunks, p->threads[t].n};
-	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads,
-	                    in->events >= FEED_THREAD_EVENTS && r->cores > 1);
+	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads, feed_thread(r, in));
 	if (ret < 0)
 		goto out;
 	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
-		const struct mt_unit *far = mt_feed_peek(feed, PREFETCH_FAR),
-		                     *near = mt_feed_peek(feed, PREFETCH_NEAR);
 		uint64_t key = mt_unit_key(u);
 		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
 		/* worth its work only where the tables outgrow the caches close to the core */
 		if (p->live->host.cap >= PREFETCH_BLOCKS || p->nstats >= PREFETCH_STATS) {
+			const struct mt_unit *far = mt_feed_peek(feed, PREFETCH_FAR),
+			                     *near = mt_feed_peek(feed, PREFETCH_NEAR);
 			if (far)
 				prefetch_far(p, far);
 			if (near)
@@ -1515,14 +1536,14 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
-		if (cb && cb->before && (ret = cb->before(ctx, in, rec, key)) != 0)
+		if (on_before && (ret = on_before(ctx, in, rec, key)) != 0)
 			goto out;
 		ret = apply(in, rec, key, first_half, &tracked[u->stream]);
 		if (ret < 0)
 			goto out;
 		if (first_half)
 			continue;
-		if (cb && cb->record && (ret = cb->record(ctx, in, rec)) != 0)
+		if (on_record && (ret = on_record(ctx, in, rec)) != 0)
 			goto out;
 	}
 	if (ret < 0)
