@@ -388,6 +388,7 @@ static inline void fill(struct mt_feed *f, const struct mt_unit *u)
 {
 	mt_event_record(&u->ev, f->rec);
 	f->rec->chunk = &f->chunks[u->stream];
+	f->rec->thread = u->stream;
 }
 
 /* A unit's record, as mt_cursor_next would give it. */
@@ -417,20 +418,19 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 			return ret < 0 ? ret : -EIO;
 		}
 		rec->chunk = ch;
+		rec->thread = u->stream;
 		return 1;
 	}
 	fill(f, u);
 	return 1;
 }
 
-/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is not
- * an event that holds its fields. */
-static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                     struct mt_error *err)
+/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is the
+ * feed's own. */
+static int next_slow(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
 {
 	for (;;) {
 		const struct mt_unit *u;
-		int ret;
 
 		if (f->tail_seen - f->head <= AHEAD && !f->fin_seen && !top_up(f))
 			return 0;
@@ -460,32 +460,34 @@ static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struc
 				*err = f->perr_at;
 			return f->perr;
 		}
-		ret = record_of(f, u, err);
-		if (ret < 0)
-			return ret;
 		*unit = u;
-		*rec = f->rec;
 		return 1;
 	}
 }
 
-int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                 struct mt_error *err)
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
 {
 	const struct mt_unit *u = &f->ring[f->head & (RING - 1)];
 
-	/* most units: made well ahead, an event with its fields, no index to publish */
+	/* most units: made well ahead, a record's, no index to publish */
 	if (__builtin_expect(f->tail_seen - f->head > AHEAD &&
 	                             ((f->head + 1) & (PUBLISH - 1)) != 0 &&
-	                             !(u->flags & ~MT_UNIT_FIRST_HALF),
+	                             !(u->flags & (MT_UNIT_CHUNK | MT_UNIT_ERROR)),
 	                     1)) {
 		f->head++;
-		fill(f, u);
 		*unit = u;
-		*rec = f->rec;
 		return 1;
 	}
-	return next_slow(f, unit, rec, err);
+	return next_slow(f, unit, err);
+}
+
+int mt_feed_record(struct mt_feed *f, const struct mt_unit *u, const struct mt_record **rec,
+                   struct mt_error *err)
+{
+	int ret = record_of(f, u, err);
+
+	*rec = f->rec;
+	return ret;
 }
 
 const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)

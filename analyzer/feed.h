@@ -68,12 +68,17 @@ struct mt_feed;
 int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
                   const struct mt_feed_stream *streams, uint32_t nstreams, bool thread);
 /*
- * The next unit and its record (the realloc's or mremap's whole record for
- * either half), valid until the next call: 1, 0 after the last, < 0 for a
+ * The next unit, valid until the next call: 1, 0 after the last, < 0 for a
  * record that cannot be read (err says where), as mt_cursor_next says it.
  */
-int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                 struct mt_error *err);
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err);
+/*
+ * A unit's record (the realloc's or mremap's whole record for either half),
+ * as mt_cursor_next gives it, with rec->thread its stream: valid until the
+ * next call; < 0 if it cannot be read again.
+ */
+int mt_feed_record(struct mt_feed *f, const struct mt_unit *u, const struct mt_record **rec,
+                   struct mt_error *err);
 /* The unit `ahead` places after the one mt_feed_next gave last, if it is made yet; else NULL. */
 const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead);
 /* Stops the producer wherever it is and frees the feed. */

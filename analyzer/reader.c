@@ -1144,6 +1144,7 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 			mt_event_record(&ev, rec);
 		}
 		rec->chunk = &c->chunk;
+		rec->thread = 0;
 		return 1;
 	}
 	payload = p + 1;
@@ -1169,6 +1170,7 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 	rec->offset = off;
 	rec->length = (uint32_t)len;
 	rec->chunk = &c->chunk;
+	rec->thread = 0;
 	d = (struct dec){.p = payload, .end = payload + len};
 	r = decode(c, rec, &d, err);
 	if (r < 0) {

@@ -116,6 +116,7 @@ struct mt_record {
 	uint32_t length; /* payload bytes */
 	uint64_t time;   /* ticks: the time register after this record (t1 for realloc, mremap) */
 	const struct mt_chunk *chunk;
+	uint32_t thread; /* in a replay's callbacks: the index of the instance's thread; else 0 */
 	union {
 		struct {
 			uint64_t pid, ppid, origin, parent_instance, realtime, depth;

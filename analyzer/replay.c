@@ -1303,6 +1303,69 @@ static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit
 	}
 }
 
+static int event_alloc(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
+                       uint64_t size, uint64_t stack, enum mt_kind kind)
+{
+	if (addr == 0) {
+		in->kind[kind].allocations++;
+		return 0;
+	}
+	return host_add(in, l, mt_block_key(fn, addr), size, stack, kind);
+}
+
+static int event_free(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
+                      enum mt_kind kind)
+{
+	bool found;
+	int ret;
+
+	if (addr == 0)
+		return 0;
+	ret = host_remove(in, l, mt_block_key(fn, addr), &found);
+	in->last_free_size = found ? l->removed_size : 0;
+	if (found)
+		in->kind[l->removed_kind].frees += l->removed_blocks;
+	else
+		in->kind[kind].unknown_frees++;
+	return ret;
+}
+
+/* A realloc: its old block given back (first_half), or its new one taken. */
+static int event_realloc(struct mt_instance *in, struct live *l, bool first_half, uint64_t old,
+                         uint64_t addr, uint64_t size, uint64_t stack)
+{
+	bool found;
+	int ret;
+
+	if (first_half) {
+		ret = host_remove(in, l, old, &found);
+		if (found)
+			in->kind[MT_KIND_HOST].frees += l->removed_blocks;
+		else
+			in->kind[MT_KIND_HOST].unknown_frees++;
+		return ret;
+	}
+	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
+}
+
+/* apply() for a unit that holds its event. */
+static int apply_event(struct mt_instance *in, const struct mt_event *ev, uint64_t key,
+                       bool first_half)
+{
+	struct live *l = in->priv->live;
+
+	in->priv->now = key;
+	switch (ev->type) {
+	case MT_REC_ALLOC:
+		return event_alloc(in, l, ev->fn, ev->addr, ev->size, ev->stack,
+		                   (enum mt_kind)ev->kind);
+	case MT_REC_FREE:
+		return event_free(in, l, ev->fn, ev->addr, (enum mt_kind)ev->kind);
+	default: /* MT_REC_REALLOC */
+		return event_realloc(in, l, first_half, ev->old, ev->addr, ev->size, ev->stack);
+	}
+}
+
 /*
  * Applies a record at `key`, or the first half of a realloc or mremap when
  * first_half; *tracked carries whether an mremap's first half found a
@@ -1313,42 +1376,19 @@ static int apply(struct mt_instance *in, const struct mt_record *rec, uint64_t k
 {
 	struct live *l = in->priv->live;
 	uint64_t removed;
-	bool found;
 	int ret = 0;
 
 	in->priv->now = key;
 	switch (rec->type) {
 	case MT_REC_ALLOC:
-		if (rec->u.alloc.addr == 0) {
-			in->kind[rec->u.alloc.kind].allocations++;
-			return 0;
-		}
-		return host_add(in, l, mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
-		                rec->u.alloc.size, rec->u.alloc.stack,
-		                (enum mt_kind)rec->u.alloc.kind);
+		return event_alloc(in, l, rec->u.alloc.fn, rec->u.alloc.addr, rec->u.alloc.size,
+		                   rec->u.alloc.stack, (enum mt_kind)rec->u.alloc.kind);
 	case MT_REC_FREE:
-		if (rec->u.free.addr == 0)
-			return 0;
-		ret = host_remove(in, l, mt_block_key(rec->u.free.fn, rec->u.free.addr), &found);
-		in->last_free_size = found ? l->removed_size : 0;
-		if (found)
-			in->kind[l->removed_kind].frees += l->removed_blocks;
-		else
-			in->kind[rec->u.free.kind].unknown_frees++;
-		return ret;
+		return event_free(in, l, rec->u.free.fn, rec->u.free.addr,
+		                  (enum mt_kind)rec->u.free.kind);
 	case MT_REC_REALLOC:
-		if (first_half) {
-			ret = host_remove(in, l, rec->u.realloc.old, &found);
-			if (found)
-				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
-			else
-				in->kind[MT_KIND_HOST].unknown_frees++;
-			return ret;
-		}
-		if (rec->u.realloc.addr != 0)
-			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size,
-			               rec->u.realloc.stack, MT_KIND_HOST);
-		return ret;
+		return event_realloc(in, l, first_half, rec->u.realloc.old, rec->u.realloc.addr,
+		                     rec->u.realloc.size, rec->u.realloc.stack);
 	case MT_REC_FAIL: {
 		enum mt_kind kind = (enum mt_kind)rec->u.fail.kind;
 		in->kind[kind].failed++;
@@ -1466,6 +1506,8 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	        cb ? cb->before : NULL;
 	int (*on_record)(void *, const struct mt_instance *, const struct mt_record *) =
 	        cb ? cb->record : NULL;
+	int (*on_event)(void *, const struct mt_instance *, const struct mt_event *, uint32_t) =
+	        cb && !on_before ? cb->event : NULL;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -1512,7 +1554,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads, feed_thread(r, in));
 	if (ret < 0)
 		goto out;
-	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
+	while ((ret = mt_feed_next(feed, &u, err)) > 0) {
 		uint64_t key = mt_unit_key(u);
 		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
@@ -1536,6 +1578,22 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
+		if (!(u->flags & MT_UNIT_WHOLE) && !on_before) {
+			/* an event whose fields the unit holds: its record only if asked for */
+			if ((ret = apply_event(in, &u->ev, key, first_half)) < 0)
+				goto out;
+			if (first_half)
+				continue;
+			if (on_event)
+				ret = on_event(ctx, in, &u->ev, u->stream);
+			else if (on_record && (ret = mt_feed_record(feed, u, &rec, err)) >= 0)
+				ret = on_record(ctx, in, rec);
+			if (ret)
+				goto out;
+			continue;
+		}
+		if ((ret = mt_feed_record(feed, u, &rec, err)) < 0)
+			goto out;
 		if (on_before && (ret = on_before(ctx, in, rec, key)) != 0)
 			goto out;
 		ret = apply(in, rec, key, first_half, &tracked[u->stream]);

@@ -303,6 +303,14 @@ struct mt_replay_callbacks {
 	 */
 	int (*before)(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
 	              uint64_t time);
+	/*
+	 * Optional, for a callback on the hot path: the records a struct
+	 * mt_event holds (nearly every ALLOC, FREE and REALLOC) come here
+	 * instead of to record, with the index of the instance's thread
+	 * (rec->thread). Not called while before is set.
+	 */
+	int (*event)(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
+	             uint32_t thread);
 };
 
 /* First pass. *out owns nothing of trace, which must outlive it. */
