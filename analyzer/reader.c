@@ -905,15 +905,19 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 /*
  * A varint of the payload [*p, end): false when it runs past end or past
  * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
- * four bytes, nearly every field, is then taken without a loop.
+ * four bytes, nearly every field, is then taken without a loop. `roomy`
+ * says lim is far enough for every field of the record: then a field of up
+ * to four bytes is not checked against end, and the caller checks once
+ * that the last one ended inside the payload.
  */
-static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *lim, uint64_t *v)
+static inline __attribute__((always_inline)) bool field(const uint8_t **p, const uint8_t *end,
+                                                        const uint8_t *lim, bool roomy, uint64_t *v)
 {
 	const uint8_t *q = *p;
 	uint64_t x;
 	unsigned n;
 
-	if (lim - q >= 4) {
+	if (roomy || lim - q >= 4) {
 		x = q[0];
 		if (x < 0x80) {
 			n = 1;
@@ -935,14 +939,17 @@ static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *l
 			goto done;
 		}
 	}
-	return mt_get_varint(p, end, v) == 0;
+	return q <= end && mt_get_varint(p, end, v) == 0;
 done:
-	if (n > (size_t)(end - q))
+	if (!roomy && n > (size_t)(end - q))
 		return false; /* it runs past the payload */
 	*v = x;
 	*p = q + n;
 	return true;
 }
+
+/* Bytes past a record's payload start that every field of an event may read, up to four each. */
+#define ROOMY 64
 
 /*
  * An ALLOC, FREE or REALLOC decoded straight into *ev: the same fields as
@@ -952,13 +959,15 @@ done:
  * a stack id past 2^32): decode() then reads the record, and says what is
  * wrong. In a skim only the time is read.
  */
-static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *p,
-                       const uint8_t *end)
+static inline __attribute__((always_inline)) bool event_fields(struct mt_cursor *c,
+                                                               struct mt_event *ev,
+                                                               const uint8_t *p, const uint8_t *end,
+                                                               bool roomy)
 {
 	const uint8_t *lim = c->end;
 	uint64_t dt, fn, da, db, v, kind, stack = 0;
 
-	if (!field(&p, end, lim, &dt))
+	if (!field(&p, end, lim, roomy, &dt) || (roomy && p > end))
 		return false;
 	if (c->skim_events) {
 		c->time += (uint64_t)mt_unzigzag(dt);
@@ -966,27 +975,27 @@ static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *
 	}
 	switch (ev->type) {
 	case MT_REC_ALLOC:
-		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
-		    !field(&p, end, lim, &ev->size) || !field(&p, end, lim, &stack))
+		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da) ||
+		    !field(&p, end, lim, roomy, &ev->size) || !field(&p, end, lim, roomy, &stack))
 			return false;
 		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, &kind))
+		if (p < end && !field(&p, end, lim, roomy, &kind))
 			return false;
 		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		break;
 	case MT_REC_FREE:
-		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
+		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da))
 			return false;
 		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, &kind))
+		if (p < end && !field(&p, end, lim, roomy, &kind))
 			return false;
 		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		ev->size = 0;
 		break;
 	default: /* MT_REC_REALLOC */
-		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
-		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
-		    !field(&p, end, lim, &ev->size) || !field(&p, end, lim, &stack))
+		if (!field(&p, end, lim, roomy, &v) || !field(&p, end, lim, roomy, &fn) ||
+		    !field(&p, end, lim, roomy, &da) || !field(&p, end, lim, roomy, &db) ||
+		    !field(&p, end, lim, roomy, &ev->size) || !field(&p, end, lim, roomy, &stack))
 			return false;
 		kind = MT_KIND_HOST;
 		ev->old = c->addr + (uint64_t)mt_unzigzag(da);
@@ -994,7 +1003,7 @@ static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *
 		ev->t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
 		break;
 	}
-	if (kind >= MT_KIND_COUNT || fn > UINT8_MAX || stack > UINT32_MAX)
+	if (kind >= MT_KIND_COUNT || fn > UINT8_MAX || stack > UINT32_MAX || p > end)
 		return false;
 	ev->fn = (uint8_t)fn;
 	ev->kind = (uint8_t)kind;
@@ -1007,6 +1016,13 @@ static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *
 		ev->old = 0;
 	}
 	return true;
+}
+
+static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *p,
+                       const uint8_t *end)
+{
+	return c->end - p >= ROOMY ? event_fields(c, ev, p, end, true)
+	                           : event_fields(c, ev, p, end, false);
 }
 
 void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
@@ -1107,7 +1123,7 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
 		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
 			const uint8_t *q = p + 2;
-			if (field(&q, p + 2 + p[1], c->end, &dt)) {
+			if (field(&q, p + 2 + p[1], c->end, false, &dt)) {
 				c->time += (uint64_t)mt_unzigzag(dt);
 				skimmed(s, c->time, (uint64_t)(p - base));
 				c->pos = p + 2 + p[1];
