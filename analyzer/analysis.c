@@ -27,6 +27,9 @@
 #include "pyframes.h"
 #include "pystacks.h"
 
+/* What every event runs, written into its callers: a call's cost is much of its own. */
+#define HOT static inline __attribute__((always_inline))
+
 /* munmap works in pages: the replay rounds lengths the same way. */
 #define PAGE_ROUND     4096u
 #define PROGRESS_EVERY (1u << 20)
@@ -221,7 +224,8 @@ static int fill_maps(struct mt_analysis_run *run)
 	return 0;
 }
 
-static int thread_of(struct mt_analysis_run *run, uint32_t stream, uint32_t *out)
+/* A thread's first event: its state, made in the order threads first allocate. */
+static int thread_new(struct mt_analysis_run *run, uint32_t stream, uint32_t *out)
 {
 	if (stream >= run->nby_stream) {
 		uint32_t n = stream + 1 > run->nby_stream * 2 ? stream + 1 : run->nby_stream * 2;
@@ -250,6 +254,15 @@ static int thread_of(struct mt_analysis_run *run, uint32_t stream, uint32_t *out
 	return 0;
 }
 
+HOT int thread_of(struct mt_analysis_run *run, uint32_t stream, uint32_t *out)
+{
+	if (stream < run->nby_stream && run->by_stream[stream]) {
+		*out = run->by_stream[stream] - 1;
+		return 0;
+	}
+	return thread_new(run, stream, out);
+}
+
 static unsigned bucket_of(uint64_t size)
 {
 	return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
@@ -261,8 +274,8 @@ static bool use_maps(const struct mt_analysis_run *run)
 }
 
 /* An allocation of thread t: its previous candidate of the kind is no longer one. */
-static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
-                      uint64_t size, uint64_t stack)
+HOT int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
+                   uint64_t size, uint64_t stack)
 {
 	struct thread_state *th = &run->threads[t];
 	struct candidate *c;
@@ -290,7 +303,7 @@ static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, u
 }
 
 /* The thread whose candidate of kind k is addr, or -1. */
-static int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
+HOT int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
 {
 	const struct candidate *c;
 
@@ -305,7 +318,7 @@ static int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t ad
 }
 
 /* A free of addr: a temporary allocation if it is some thread's candidate. */
-static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
+HOT int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
 {
 	struct thread_state *th;
 	uint64_t *count;
@@ -406,8 +419,8 @@ static void tick_progress(struct mt_analysis_run *run)
 		run->hooks.progress(run->hooks.progress_ctx, run->events_done, run->a->events);
 }
 
-static int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
-                       enum mt_kind kind, uint64_t fn, uint64_t addr, uint64_t size, uint64_t stack)
+HOT int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
+                    enum mt_kind kind, uint64_t fn, uint64_t addr, uint64_t size, uint64_t stack)
 {
 	uint32_t t;
 	int r;
@@ -421,8 +434,8 @@ static int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in
 	return note_alloc(run, t, kind, mt_block_key(fn, addr), size, stack);
 }
 
-static int event_free(struct mt_analysis_run *run, const struct mt_instance *in, enum mt_kind kind,
-                      uint64_t fn, uint64_t addr, uint64_t time)
+HOT int event_free(struct mt_analysis_run *run, const struct mt_instance *in, enum mt_kind kind,
+                   uint64_t fn, uint64_t addr, uint64_t time)
 {
 	int r;
 
@@ -439,8 +452,8 @@ static int event_free(struct mt_analysis_run *run, const struct mt_instance *in,
 	return 0;
 }
 
-static int event_realloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
-                         uint64_t old, uint64_t addr, uint64_t size, uint64_t stack)
+HOT int event_realloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
+                      uint64_t old, uint64_t addr, uint64_t size, uint64_t stack)
 {
 	uint32_t t;
 	int r;

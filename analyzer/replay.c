@@ -813,9 +813,9 @@ static int stats_grow(struct mt_instance_priv *p)
 	return 0;
 }
 
-/* The index of (stack_instance si, stack, kind)'s figures, made the first time it is met. */
-static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
-                   uint32_t *out)
+/* stat_of for a (stack, kind) the instance's own table does not know yet. */
+static int stat_make(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                     uint32_t *out)
 {
 	struct mt_instance_priv *p = in->priv;
 	uint64_t key = (uint64_t)si << 32 | stack, *own = NULL;
@@ -867,13 +867,27 @@ static int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint3
 	return 0;
 }
 
+/* The index of (stack_instance si, stack, kind)'s figures, made the first time it is met. */
+static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
+                          uint32_t *out)
+{
+	const struct mt_by_stack *own = &in->priv->own_stat[kind];
+
+	if (si == in->id && stack < own->cap && own->dense[stack]) {
+		*out = (uint32_t)(own->dense[stack] - 1);
+		return 0;
+	}
+	return stat_make(in, kind, si, stack, out);
+}
+
 /*
  * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
  * checkpoints.n and moves every position the growth figures follow, so one
  * comparison says whether its cold part is behind.
  */
-static void adjust_at(struct mt_instance *in, uint32_t i, int64_t dbytes, int64_t dblocks,
-                      uint64_t allocs, uint64_t alloc_bytes)
+static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
