@@ -1094,14 +1094,13 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 	return r;
 }
 
-static void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+/* One more event for *s: the records of a skim come in file order, so a later one of equal time
+ * is later by offset too. */
+static inline void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
 {
-	if (!s->events || time < s->first_time)
-		s->first_time = time;
-	if (!s->events || time > s->last_time)
-		s->last_time = time;
-	if (!s->events || time > s->latest_time ||
-	    (time == s->latest_time && offset > s->latest_offset)) {
+	s->first_time = time < s->first_time ? time : s->first_time;
+	s->last_time = time > s->last_time ? time : s->last_time;
+	if (time >= s->latest_time) {
 		s->latest_time = time;
 		s->latest_offset = offset;
 	}
@@ -1114,6 +1113,7 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 	const uint8_t *base = c->trace->data;
 
 	memset(s, 0, sizeof(*s));
+	s->first_time = UINT64_MAX;
 	for (;;) {
 		const uint8_t *p = c->pos;
 		uint64_t dt;

@@ -301,7 +301,8 @@ struct mt_skim {
  * Reads on over event records, taking only their times (a first pass: the
  * cursor is skim_events), up to the next record that is not an event: 1
  * with it in *rec, 0 at the end of the chunk's data, < 0 as mt_cursor_next.
- * Whatever it returns, the events passed over are in *s (zeroed first).
+ * Whatever it returns, the events passed over are in *s (its times mean
+ * nothing while s->events is 0).
  */
 int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
                    struct mt_error *err);
