@@ -18,6 +18,12 @@
  * trailing `$` anchor it, and otherwise it may match anywhere. A leaking
  * stack is suppressed when any of its frames matches.
  *
+ * With --from-mark A --to-mark B the leaked bytes are instead what each
+ * stack kept between a process's first mark A and its next mark B (window.h),
+ * unclassified; only the processes that made both marks are judged, and a
+ * trace still being written may be judged once they are in it (the pytest
+ * plugin checks its own running process so, docs/pytest.md).
+ *
  * Exit status: 0 the gate holds, 1 it fails (the offending stacks are
  * printed, a line each), 2 the trace or the suppressions cannot be read,
  * or the command line is wrong (so that no mistake passes for a leak).
@@ -32,6 +38,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "window.h"
 #include <memtrace/bytes.h>
 
 #define MAX_FRAMES        512
@@ -203,6 +210,7 @@ struct gate {
 	uint64_t suppressed_bytes, suppressed_blocks;
 	struct mt_leak_count uncounted[MT_LEAK_CLASS_COUNT]; /* live in the classes not counted */
 	unsigned failures;
+	struct mt_window window; /* --from-mark, --to-mark: window.from is NULL without */
 };
 
 /* The row's bytes and blocks of the classes counted, in place of all it leaked. */
@@ -236,13 +244,45 @@ static void print_counted(const struct gate *g, const struct mt_kind_result *k)
 	putchar(')');
 }
 
+/* "process 12 (cmd): host leaked 1.00 KiB in 2 blocks" */
+static void print_leak_line(const struct gate *g, const struct mt_process_result *p,
+                            enum mt_kind kind, uint64_t bytes, uint64_t blocks)
+{
+	char b1[32];
+
+	mt_size_text(b1, sizeof(b1), bytes);
+	printf("memtrace check: process %u (", p->in->pid);
+	mt_put_text(stdout, mt_cmd_command(p->in));
+	printf("): %s %s %s in %" PRIu64 " block%s", mt_kind_name(kind),
+	       g->window.from              ? "kept"
+	       : p->in->end == MT_END_EXIT ? "leaked"
+	                                   : "live at death",
+	       b1, blocks, blocks == 1 ? "" : "s");
+	if (g->window.from) {
+		fputs(" from mark \"", stdout);
+		mt_put_text(stdout, g->window.from);
+		fputs("\" to mark \"", stdout);
+		mt_put_text(stdout, g->window.to);
+		putchar('"');
+	} else {
+		print_counted(g, &p->kind[kind]);
+	}
+}
+
+/*
+ * One process and kind: the leaks (or, with marks, what the stacks kept
+ * between them: w) against --max-leaked, and the peak against --max-peak.
+ */
 static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_process_result *p,
-                       enum mt_kind kind)
+                       enum mt_kind kind, const struct mt_window_proc *w)
 {
 	const struct mt_kind_result *k = &p->kind[kind];
 	/* a suppression matches a stack by its native frames: the stacks before their groups */
-	const struct mt_stack_row *stacks = k->stack_rows ? k->stack_rows : k->rows;
-	size_t nstacks = k->stack_rows ? k->nstack_rows : k->nrows;
+	const struct mt_stack_row *stacks = w               ? w->rows[kind]
+	                                    : k->stack_rows ? k->stack_rows
+	                                                    : k->rows;
+	size_t nstacks = w ? w->nrows[kind] : k->stack_rows ? k->nstack_rows : k->nrows;
+	bool group = w ? a->groups != NULL : k->stack_rows != NULL;
 	struct mt_stack_row *rows = malloc((nstacks ? nstacks : 1) * sizeof(*rows)), *grouped;
 	size_t n = 0;
 	uint64_t bytes = 0, blocks = 0;
@@ -279,7 +319,7 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		blocks += r->leaked_blocks;
 		rows[n++] = *r;
 	}
-	if (k->stack_rows) {
+	if (group) {
 		if (mt_analysis_group_rows(a, rows, n, &grouped, &n) < 0) {
 			free(rows);
 			g->failures++;
@@ -293,14 +333,8 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 	limit_of(&g->leaked, kind, &max_leaked); /* no limit given: 0, as LeakSanitizer */
 	if (bytes > max_leaked || (!max_leaked && blocks)) {
 		g->failures++;
-		mt_size_text(b1, sizeof(b1), bytes);
 		mt_size_text(b2, sizeof(b2), max_leaked);
-		printf("memtrace check: process %u (", p->in->pid);
-		mt_put_text(stdout, mt_cmd_command(p->in));
-		printf("): %s %s %s in %" PRIu64 " block%s", mt_kind_name(kind),
-		       p->in->end == MT_END_EXIT ? "leaked" : "live at death", b1, blocks,
-		       blocks == 1 ? "" : "s");
-		print_counted(g, k);
+		print_leak_line(g, p, kind, bytes, blocks);
 		printf(", more than %s\n", b2);
 		mt_stack_rows_sort(rows, n, MT_METRIC_LEAKED);
 		for (size_t i = 0; i < n && i < SHOW_STACKS; i++) {
@@ -310,6 +344,10 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		}
 		if (n > SHOW_STACKS)
 			printf("  ... %zu more stacks\n", n - SHOW_STACKS);
+	} else if (w && bytes) {
+		/* within the limit: what the window kept is said all the same */
+		print_leak_line(g, p, kind, bytes, blocks);
+		putchar('\n');
 	}
 	if (limit_of(&g->peak, kind, &max_peak) && k->stats.peak_bytes > max_peak) {
 		g->failures++;
@@ -342,7 +380,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: memtrace check [--max-leaked [KIND=]BYTES] [--max-peak [KIND=]BYTES]\n"
 	      "                      [--count-possible] [--count-reachable]\n"
-	      "                      [--suppressions FILE] [--native] FILE\n"
+	      "                      [--suppressions FILE] [--native]\n"
+	      "                      [--from-mark LABEL --to-mark LABEL] FILE\n"
 	      "  --max-leaked counts the blocks the exit's scan found lost (definite, indirect)\n"
 	      "  and those no scan judged (a killed process's, a GPU kind's: unclassified);\n"
 	      "  --count-possible adds the possibly lost, --count-reachable the still reachable\n"
@@ -353,37 +392,39 @@ static void usage(FILE *f)
 	      "  cuda-managed, cuda:N) sets one kind's, and may be repeated.\n"
 	      "  A stack is named by its first frame outside allocation plumbing; add your own\n"
 	      "  plumbing as MEMTRACE_PLUMBING='PATTERN:PATTERN' (docs/labels.md).\n"
+	      "  --from-mark A --to-mark B: count instead what each stack kept from a process's\n"
+	      "  first mark A to its next mark B (no class: every block counts); only the\n"
+	      "  processes that made both are judged, a trace still written included.\n"
 	      "  exit 0: the gate holds; 1: it fails; 2: the trace cannot be read, or cannot\n"
 	      "  support a verdict (cut, still being written, tracing stopped, no process)\n",
 	      f);
 }
 
-/*
- * Why the trace cannot support a verdict, or NULL: a gate must not pass on
- * data that is not all there (the blocks a leak would be in may be what is
- * missing) nor on a program that has not ended.
- */
-static const char *no_verdict(const struct mt_analysis *a, char *buf, size_t size)
+/* With marks, the window of the process in, if it closed; else NULL. */
+static const struct mt_window_proc *judged_window(const struct gate *g,
+                                                  const struct mt_instance *in)
 {
-	if (!a->nprocs)
-		return "the trace holds no process";
-	if (a->trace.cut)
-		return "the trace was cut: its end is missing";
-	if (a->trace.live)
-		return "a running program is still writing the trace";
-	if (a->trace.damaged)
-		return "the trace is damaged: records fail their checksum";
-	for (uint32_t i = 0; i < a->nprocs; i++) {
-		const struct mt_instance *in = a->procs[i].in;
-		if (in->end == MT_END_STOPPED) {
-			snprintf(buf, size, "tracing stopped early in process %u (%s)", in->pid,
-			         in->stopped_errno > 0 && in->stopped_errno < 4096
-			                 ? strerror((int)in->stopped_errno)
-			                 : "unknown error");
-			return buf;
-		}
-	}
-	return NULL;
+	const struct mt_window_proc *w = mt_window_find(&g->window, in->id);
+
+	return w && w->closed ? w : NULL;
+}
+
+/*
+ * Why the trace cannot support a verdict, or NULL (mt_cmd_no_verdict); with
+ * marks, a window is whole once its closing mark is written, whether or not
+ * the program ended, and some process must have made them.
+ */
+static const char *no_verdict(const struct gate *g, const struct mt_analysis *a, char *buf,
+                              size_t size)
+{
+	const char *why = mt_cmd_no_verdict(a, g->window.from != NULL, buf, size);
+	uint32_t judged = 0;
+
+	if (why || !g->window.from)
+		return why;
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		judged += judged_window(g, a->procs[i].in) != NULL;
+	return judged ? NULL : "no process made the marks";
 }
 
 int mt_cmd_check(int argc, char **argv)
@@ -396,6 +437,9 @@ int mt_cmd_check(int argc, char **argv)
 	int status = EXIT_CANNOT_CHECK;
 	char whybuf[160];
 	const char *why;
+	uint32_t judged = 0;
+	struct mt_analysis_hooks window_hooks = {.record = mt_window_record,
+	                                         .record_ctx = &g.window};
 
 	g.counted[MT_LEAK_DEFINITE] = g.counted[MT_LEAK_INDIRECT] = true;
 	g.counted[MT_LEAK_UNCLASSIFIED] = true;
@@ -426,6 +470,10 @@ int mt_cmd_check(int argc, char **argv)
 				l->all = v, l->have_all = true;
 		} else if (!strcmp(argv[i], "--native")) {
 			native = true;
+		} else if (!strcmp(argv[i], "--from-mark") && i + 1 < argc) {
+			g.window.from = argv[++i];
+		} else if (!strcmp(argv[i], "--to-mark") && i + 1 < argc) {
+			g.window.to = argv[++i];
 		} else if (!strcmp(argv[i], "--count-possible")) {
 			g.counted[MT_LEAK_POSSIBLE] = true;
 		} else if (!strcmp(argv[i], "--count-reachable")) {
@@ -452,30 +500,39 @@ int mt_cmd_check(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
+	if (!g.window.from != !g.window.to) {
+		fprintf(stderr, "memtrace check: --from-mark and --to-mark go together\n");
+		goto out;
+	}
 	g.sup.hits = calloc(g.sup.n ? g.sup.n : 1, sizeof(*g.sup.hits));
 	g.syms = calloc(MAX_FRAMES, sizeof(*g.syms));
 	if (!g.sup.hits || !g.syms) {
 		fprintf(stderr, "memtrace check: out of memory\n");
 		goto out;
 	}
-	if (mt_cmd_analyze(file, NULL, native, &a) != MT_EXIT_OK)
+	if (mt_cmd_analyze(file, g.window.from ? &window_hooks : NULL, native, &a) != MT_EXIT_OK)
 		goto out; /* the one-line error is printed */
-	why = no_verdict(a, whybuf, sizeof(whybuf));
+	why = no_verdict(&g, a, whybuf, sizeof(whybuf));
 	if (why) {
 		printf("memtrace check: no verdict: %s\n", why);
 		goto out; /* EXIT_CANNOT_CHECK */
 	}
 	mt_cmd_sampling_note(stdout, "memtrace check: ", a);
-	for (uint32_t i = 0; i < a->nprocs; i++)
+	for (uint32_t i = 0; i < a->nprocs; i++) {
+		const struct mt_window_proc *w = judged_window(&g, a->procs[i].in);
+		if (g.window.from && !w)
+			continue;
+		judged++;
 		for (int k = 0; k < MT_KIND_COUNT; k++)
-			check_kind(a, &g, &a->procs[i], (enum mt_kind)k);
+			check_kind(a, &g, &a->procs[i], (enum mt_kind)k, w);
+	}
 	mt_size_text(b1, sizeof(b1), g.suppressed_bytes);
 	if (g.failures) {
 		printf("memtrace check: FAILED (%u limit%s exceeded)", g.failures,
 		       g.failures == 1 ? "" : "s");
 		status = EXIT_GATE_FAILED;
 	} else {
-		printf("memtrace check: ok: %u process%s", a->nprocs, a->nprocs == 1 ? "" : "es");
+		printf("memtrace check: ok: %u process%s", judged, judged == 1 ? "" : "es");
 		status = MT_EXIT_OK;
 	}
 	if (g.suppressed_blocks)
@@ -491,6 +548,7 @@ int mt_cmd_check(int argc, char **argv)
 	putchar('\n');
 out:
 	mt_analysis_free(a);
+	mt_window_free(&g.window);
 	free_suppressions(&g.sup);
 	free(g.syms);
 	return status;

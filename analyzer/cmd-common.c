@@ -294,6 +294,29 @@ void mt_cmd_sampling_note(FILE *f, const char *prefix, const struct mt_analysis 
 	        prefix, b1, differ ? " in the first sampled process" : "", b2);
 }
 
+const char *mt_cmd_no_verdict(const struct mt_analysis *a, bool live_ok, char *buf, size_t size)
+{
+	if (!a->nprocs)
+		return "the trace holds no process";
+	if (a->trace.cut)
+		return "the trace was cut: its end is missing";
+	if (a->trace.live && !live_ok)
+		return "a running program is still writing the trace";
+	if (a->trace.damaged)
+		return "the trace is damaged: records fail their checksum";
+	for (uint32_t i = 0; i < a->nprocs; i++) {
+		const struct mt_instance *in = a->procs[i].in;
+		if (in->end == MT_END_STOPPED) {
+			snprintf(buf, size, "tracing stopped early in process %u (%s)", in->pid,
+			         in->stopped_errno > 0 && in->stopped_errno < 4096
+			                 ? strerror((int)in->stopped_errno)
+			                 : "unknown error");
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 const char *mt_cmd_exit_how(uint32_t how)
 {
 	switch (how) {

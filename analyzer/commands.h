@@ -26,6 +26,10 @@ int mt_cmd_report(int argc, char **argv);
 int mt_cmd_flamegraph(int argc, char **argv);
 int mt_cmd_check(int argc, char **argv);
 int mt_cmd_view(int argc, char **argv);
+/* `memtrace report` of several traces, side by side (report-ranks.c). */
+int mt_report_ranks(char **files, uint32_t n, unsigned top, bool json, bool native);
+int mt_cmd_export(int argc, char **argv);
+int mt_cmd_diff(int argc, char **argv);
 
 /*
  * Helpers of the analysis commands (cmd-common.c).
@@ -59,6 +63,14 @@ void mt_cmd_label_text(char *buf, size_t n, const struct mt_sym *syms, int count
 int mt_cmd_label_frame(const struct mt_sym *syms, int count);
 /* The command line, or the executable when it is empty. */
 const char *mt_cmd_command(const struct mt_instance *in);
+/*
+ * Why the trace cannot support a verdict (check, diff's gates), or NULL: a
+ * gate must not pass on data that is not all there (the blocks a leak would
+ * be in may be what is missing) nor on a program that has not ended (unless
+ * live_ok: check's mark windows, whole once their closing mark is written).
+ * buf (size bytes) may hold the text.
+ */
+const char *mt_cmd_no_verdict(const struct mt_analysis *a, bool live_ok, char *buf, size_t size);
 /* "main returned", "exit()", "_exit()" or "status unknown". */
 const char *mt_cmd_exit_how(uint32_t how);
 /*

@@ -117,9 +117,9 @@ static void print_reach(FILE *f, const struct mt_record *rec)
 		fprintf(f, " status %" PRIu64, rec->u.reach.status);
 	fprintf(f,
 	        " detail %" PRIu64 " blocks %" PRIu64 " bytes %" PRIu64 " scanned %" PRIu64
-	        " ns %" PRIu64,
+	        " ns %" PRIu64 " chunks %" PRIu64,
 	        rec->u.reach.detail, rec->u.reach.blocks, rec->u.reach.bytes, rec->u.reach.scanned,
-	        rec->u.reach.ns);
+	        rec->u.reach.ns, rec->u.reach.chunks);
 }
 
 static void print_reach_blocks(FILE *f, const struct mt_record *rec)

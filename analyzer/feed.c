@@ -101,17 +101,22 @@ void mt_feed_fault(void *addr)
 
 /* ---- the producer ---- */
 
-/* A record that is no event (or one that does not fit an event), read from registers (time,
- * addr), as a unit of stream i. */
-static void whole_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint64_t addr,
+/* The registers of a chunk before a record: what reading it again starts from. */
+struct registers {
+	uint64_t time, addr, stack;
+};
+
+/* A record that is no event (or one that does not fit an event), as a unit of stream i. */
+static void whole_unit(const struct mt_record *rec, uint32_t i, const struct registers *before,
                        struct mt_unit *u)
 {
 	memset(u, 0, sizeof(*u));
 	u->ev.type = (uint8_t)rec->type;
 	u->ev.offset = rec->offset;
 	u->ev.time = u->ev.t0 = rec->time;
-	u->ev.addr = time;
-	u->ev.old = addr;
+	u->ev.addr = before->time;
+	u->ev.old = before->addr;
+	u->ev.size = before->stack;
 	u->stream = i;
 	u->flags = MT_UNIT_WHOLE;
 	if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
@@ -129,7 +134,7 @@ static int advance(struct mt_feed *f, uint32_t i)
 	struct stream *s = &f->streams[i];
 
 	for (;;) {
-		uint64_t time = s->cur.time, addr = s->cur.addr;
+		struct registers before = {s->cur.time, s->cur.addr, s->cur.stack};
 		int ret = mt_cursor_next_event(&s->cur, &s->head.ev, f->scratch, &f->perr_at);
 		if (ret < 0)
 			return ret;
@@ -141,7 +146,7 @@ static int advance(struct mt_feed *f, uint32_t i)
 			return 1;
 		}
 		if (ret > 0) {
-			whole_unit(f->scratch, i, time, addr, &s->head);
+			whole_unit(f->scratch, i, &before, &s->head);
 			return 1;
 		}
 		if (s->next)
@@ -407,6 +412,7 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 		c.end = f->trace->data + ch->offset + ch->avail;
 		c.time = u->ev.addr;
 		c.addr = u->ev.old;
+		c.stack = u->ev.size;
 		ret = mt_cursor_next(&c, rec, err);
 		if (ret <= 0) {
 			/* the producer read it: the bytes changed under us */

@@ -33,7 +33,8 @@
 /*
  * One record, or one half of a realloc or mremap, in replay order: an
  * event's fields, or (MT_UNIT_WHOLE) only those that order it, with the
- * chunk's registers before it in ev.addr (time) and ev.old (address).
+ * chunk's registers before it in ev.addr (time), ev.old (address) and
+ * ev.size (stack).
  */
 struct mt_unit {
 	struct mt_event ev;

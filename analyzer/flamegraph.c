@@ -19,6 +19,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "grow.h"
 #include "map.h"
 
 #define MAX_FRAMES 512
@@ -141,24 +142,6 @@ static int put_frame(struct buf *b, const struct mt_sym *s)
 	return buf_put(b, tmp, strlen(tmp));
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static const char *text_of(const struct out *o, uint32_t id)
 {
 	return o->pool + o->text[id];
@@ -186,8 +169,8 @@ static int64_t intern(struct out *o, const char *s, size_t len)
 		if (!strcmp(text_of(o, *slot - 1), s))
 			return *slot - 1;
 	}
-	if (grow((void **)&o->pool, &o->pool_cap, o->pool_n + len + 1, 1) < 0 ||
-	    grow((void **)&o->text, &cap, (size_t)o->ntext + 1, sizeof(*o->text)) < 0) {
+	if (mt_grow((void **)&o->pool, &o->pool_cap, o->pool_n + len + 1, 1) < 0 ||
+	    mt_grow((void **)&o->text, &cap, (size_t)o->ntext + 1, sizeof(*o->text)) < 0) {
 		mt_map_del(&o->by_hash, h);
 		return -1;
 	}
@@ -201,7 +184,7 @@ static int64_t intern(struct out *o, const char *s, size_t len)
 
 static int push_id(struct out *o, int64_t id)
 {
-	if (id < 0 || grow((void **)&o->ids, &o->ids_cap, o->nids + 1, sizeof(*o->ids)) < 0)
+	if (id < 0 || mt_grow((void **)&o->ids, &o->ids_cap, o->nids + 1, sizeof(*o->ids)) < 0)
 		return -1;
 	o->ids[o->nids++] = (uint32_t)id;
 	return 0;
@@ -229,8 +212,8 @@ static int64_t frame_id(struct out *o, struct buf *b, const struct mt_sym *s)
 			return -1;
 		if (created) {
 			size_t cap = o->offsets_cap;
-			if (grow((void **)&o->offsets, &cap, (size_t)o->noffsets + 1,
-			         sizeof(*o->offsets)) < 0) {
+			if (mt_grow((void **)&o->offsets, &cap, (size_t)o->noffsets + 1,
+			            sizeof(*o->offsets)) < 0) {
 				mt_map_del(&o->by_module, (uint64_t)(uintptr_t)s->module);
 				return -1;
 			}
@@ -264,7 +247,7 @@ static int64_t frame_id(struct out *o, struct buf *b, const struct mt_sym *s)
 /* ids from add() onwards make one line of value */
 static int add(struct out *o, size_t first, uint64_t value)
 {
-	if (grow((void **)&o->v, &o->cap, o->n + 1, sizeof(*o->v)) < 0)
+	if (mt_grow((void **)&o->v, &o->cap, o->n + 1, sizeof(*o->v)) < 0)
 		return -1;
 	o->v[o->n++] =
 	        (struct folded){.first = first, .n = (uint32_t)(o->nids - first), .value = value};

@@ -19,17 +19,24 @@ static void usage(FILE *f)
 	      "                          run PROGRAM under the tracer (trace.bin by default)\n"
 	      "  dump [--summary] [--json] FILE\n"
 	      "                          print a trace's records and a per process summary\n"
-	      "  report [--top N] [--json] FILE\n"
+	      "  report [--top N] [--json] FILE [FILE...]\n"
 	      "                          peak, leaks, failures and temporaries per process, with "
-	      "stacks\n"
+	      "stacks;\n"
+	      "                          several traces (one per rank) side by side\n"
 	      "  flamegraph [--metric peak|leaked|allocated|allocations|temporary] [--kind "
 	      "host|mmap] FILE\n"
 	      "                          folded stacks for flamegraph.pl, inferno or speedscope\n"
-	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE] FILE\n"
+	      "  check [--max-leaked BYTES] [--max-peak BYTES] [--suppressions FILE]\n"
+	      "        [--from-mark A --to-mark B] FILE\n"
 	      "                          CI gate: exit 0 ok, 1 over a limit, 2 unreadable trace\n"
+	      "  diff [--json] [--fail-on-increase PCT] [--fail-on-leak-increase BYTES] BASE NEW\n"
+	      "                          what changed per stack between two traces; a CI gate\n"
+	      "  export --format pprof|chrome-trace -o OUT FILE\n"
+	      "                          the trace for go tool pprof, speedscope, Perfetto\n"
 	      "  view [-o FILE.html] [--top N] FILE\n"
 	      "                          one self-contained HTML page: timeline, flame graphs, "
-	      "tables\n",
+	      "tables\n"
+	      "  --version               the version\n",
 	      f);
 }
 
@@ -49,6 +56,10 @@ int main(int argc, char **argv)
 		return mt_cmd_guarded(mt_cmd_flamegraph, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "check"))
 		return mt_cmd_guarded(mt_cmd_check, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "diff"))
+		return mt_cmd_guarded(mt_cmd_diff, argc - 2, argv + 2);
+	if (!strcmp(argv[1], "export"))
+		return mt_cmd_guarded(mt_cmd_export, argc - 2, argv + 2);
 	if (!strcmp(argv[1], "view")) {
 #ifdef MT_HAVE_VIEWER
 		return mt_cmd_guarded(mt_cmd_view, argc - 2, argv + 2);

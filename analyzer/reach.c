@@ -60,6 +60,7 @@ int mt_reach_note(struct mt_reach *r, const struct mt_record *rec)
 		        .bytes = rec->u.reach.bytes,
 		        .scanned = rec->u.reach.scanned,
 		        .ns = rec->u.reach.ns,
+		        .chunks = rec->u.reach.chunks,
 		};
 		return 0;
 	case MT_REC_REACH_BLOCKS:

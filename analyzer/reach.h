@@ -45,7 +45,7 @@ struct mt_reach_scan {
 	bool seen;
 	uint64_t time;   /* ticks */
 	uint64_t status; /* enum mt_reach_status */
-	uint64_t detail, blocks, bytes, scanned, ns;
+	uint64_t detail, blocks, bytes, scanned, ns, chunks;
 };
 
 /* A scan ran and classified the process's host blocks. */

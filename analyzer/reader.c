@@ -65,6 +65,9 @@ static const char *const record_names[MT_REC_TYPE_COUNT] = {
         [MT_REC_PYSTACK] = "PYSTACK",
         [MT_REC_REACH] = "REACH",
         [MT_REC_REACH_BLOCKS] = "REACH_BLOCKS",
+        [MT_REC_SHORT_MALLOC] = "SHORT_MALLOC",
+        [MT_REC_SHORT_MALLOC_SAME] = "SHORT_MALLOC_SAME",
+        [MT_REC_SHORT_FREE] = "SHORT_FREE",
 };
 
 static const char *const fn_names[MT_FN_COUNT] = {
@@ -212,11 +215,11 @@ static int check_header(struct mt_trace *t, struct mt_error *err)
 		            h->version, MT_FORMAT_VERSION);
 	if (h->version == 0)
 		return fail(err, -EBADMSG, 8, "bad format version 0");
-	if (h->version < MT_FORMAT_VERSION)
+	if (h->version < MT_FORMAT_OLDEST)
 		return fail(err, -EPROTONOSUPPORT, 8,
 		            "trace format version %u is older than this memtrace reads (%u); read "
 		            "it with the memtrace that wrote it",
-		            h->version, MT_FORMAT_VERSION);
+		            h->version, MT_FORMAT_OLDEST);
 	if (h->header_size < sizeof(*h) || h->header_size > MAX_HEADER_SIZE)
 		return fail(err, -EBADMSG, 12, "bad header size %u", h->header_size);
 	if (h->chunk_unit < 4096 || h->chunk_unit % 4096 || h->chunk_unit > MAX_CHUNK_SIZE)
@@ -246,8 +249,8 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 /*
  * Whether a given-up chunk's records are what its writer wrote: the
  * checksum of the bytes from its header's end to the end of its data (the
- * walk by record lengths to the first zero type byte; a damaged length
- * takes the walk elsewhere, and the sum differs).
+ * walk by record lengths, and a short record's fields, to the first zero
+ * type byte; a damaged length takes the walk elsewhere, and the sum differs).
  */
 static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 {
@@ -257,6 +260,13 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 	while (p < end && *p != MT_REC_END_OF_DATA) {
 		const uint8_t *q = p + 1;
 		uint64_t len;
+		if (mt_record_is_short(*p)) {
+			for (unsigned i = mt_short_fields(*p); i > 0; i--)
+				if (mt_get_varint(&q, end, &len) < 0)
+					return false;
+			p = q;
+			continue;
+		}
 		if (mt_get_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
 			return false;
 		p = q + len;
@@ -530,6 +540,7 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 	c->end = t->data + c->chunk.offset + c->chunk.avail;
 	c->time = c->chunk.base_ticks;
 	c->addr = 0;
+	c->stack = 0;
 	return 1;
 }
 
@@ -893,6 +904,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 		rec->u.reach.bytes = u(d);
 		rec->u.reach.scanned = u(d);
 		rec->u.reach.ns = u(d);
+		rec->u.reach.chunks = d->p < d->end ? u(d) : 0;
 		break;
 	case MT_REC_REACH_BLOCKS:
 		return reach_blocks(rec, d, err);
@@ -951,6 +963,16 @@ done:
 /* Bytes past a record's payload start that every field of an event may read, up to four each. */
 #define ROOMY 64
 
+/* The optional kind field of an ALLOC or FREE, else its function's kind (event_fields checks
+ * it). */
+static inline __attribute__((always_inline)) bool kind_field(const uint8_t **p, const uint8_t *end,
+                                                             const uint8_t *lim, bool roomy,
+                                                             uint64_t fn, uint64_t *kind)
+{
+	*kind = mt_fn_kind((unsigned)fn);
+	return *p >= end || field(p, end, lim, roomy, kind);
+}
+
 /*
  * An ALLOC, FREE or REALLOC decoded straight into *ev: the same fields as
  * decode() in the same order, without its bookkeeping for error messages.
@@ -978,16 +1000,14 @@ static inline __attribute__((always_inline)) bool event_fields(struct mt_cursor 
 		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da) ||
 		    !field(&p, end, lim, roomy, &ev->size) || !field(&p, end, lim, roomy, &stack))
 			return false;
-		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, roomy, &kind))
+		if (!kind_field(&p, end, lim, roomy, fn, &kind))
 			return false;
 		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		break;
 	case MT_REC_FREE:
 		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da))
 			return false;
-		kind = mt_fn_kind((unsigned)fn);
-		if (p < end && !field(&p, end, lim, roomy, &kind))
+		if (!kind_field(&p, end, lim, roomy, fn, &kind))
 			return false;
 		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		ev->size = 0;
@@ -1057,10 +1077,50 @@ void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
 
 /* An event whose length is one byte and whose payload is there whole, at c->pos: true and
  * read into *ev, or false with nothing of c changed. */
+/*
+ * A short record (format 3) at c->pos read straight into *ev, as
+ * short_record() reads it: false, with nothing of c changed, for one it does
+ * not read whole or whose stack does not fit an event; short_record() then
+ * reads it, or says what is wrong. In a skim only the time is kept.
+ */
+static inline __attribute__((always_inline)) bool short_fast(struct mt_cursor *c,
+                                                             struct mt_event *ev, bool roomy)
+{
+	const uint8_t *p = c->pos + 1, *end = c->end;
+	unsigned type = *c->pos;
+	uint64_t dt, da, size = 0, step = 0, stack;
+
+	if (!field(&p, end, end, roomy, &dt) || !field(&p, end, end, roomy, &da) ||
+	    (type != MT_REC_SHORT_FREE && !field(&p, end, end, roomy, &size)) ||
+	    (type == MT_REC_SHORT_MALLOC && !field(&p, end, end, roomy, &step)) || p > end)
+		return false;
+	stack = c->stack + (uint64_t)mt_unzigzag(step);
+	if (type != MT_REC_SHORT_FREE && stack > UINT32_MAX)
+		return false;
+	c->time += (uint64_t)mt_unzigzag(dt);
+	c->addr += (uint64_t)mt_unzigzag(da);
+	if (type != MT_REC_SHORT_FREE)
+		c->stack = stack;
+	ev->type = type == MT_REC_SHORT_FREE ? MT_REC_FREE : MT_REC_ALLOC;
+	ev->fn = type == MT_REC_SHORT_FREE ? MT_FN_FREE : MT_FN_MALLOC;
+	ev->kind = MT_KIND_HOST;
+	ev->offset = (uint64_t)(c->pos - c->trace->data);
+	ev->length = (uint8_t)(p - c->pos - 1);
+	ev->time = ev->t0 = c->time;
+	ev->addr = c->addr;
+	ev->old = 0;
+	ev->size = size;
+	ev->stack = type == MT_REC_SHORT_FREE ? 0 : (uint32_t)stack;
+	c->pos = p;
+	return true;
+}
+
 static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
 {
 	const uint8_t *p = c->pos;
 
+	if (!c->done && p < c->end && mt_record_is_short(*p))
+		return c->end - p > ROOMY ? short_fast(c, ev, true) : short_fast(c, ev, false);
 	if (c->done || c->end - p <= 2 || *p < MT_REC_ALLOC ||
 	    *p > (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) || p[1] >= 0x80 ||
 	    p[1] > c->end - p - 2)
@@ -1081,6 +1141,58 @@ int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_rec
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
+
+/*
+ * A short record (format 3): a type byte and its fields, no length, bounded
+ * by the chunk's data; read as the ALLOC of a malloc or the FREE of a free.
+ * A record that runs past the end of a cut file's data is the one the file
+ * was cut in: the end of what is there.
+ */
+static int short_record(struct mt_cursor *c, struct mt_record *rec, uint64_t off,
+                        struct mt_error *err)
+{
+	unsigned type = *c->pos;
+	struct dec d = {.p = c->pos + 1, .end = c->end};
+	uint64_t time = c->time + (uint64_t)z(&d), addr = c->addr + (uint64_t)z(&d);
+	uint64_t size = 0, stack = c->stack;
+
+	if (type != MT_REC_SHORT_FREE)
+		size = u(&d);
+	if (type == MT_REC_SHORT_MALLOC)
+		stack += (uint64_t)z(&d);
+	if (d.bad) {
+		c->done = true;
+		if (c->chunk.avail < c->chunk.size)
+			return 0;
+		return fail(err, -EBADMSG, off,
+		            "%s record: field %u runs past the end of its chunk or is not a valid "
+		            "varint",
+		            record_names[type], d.field + 1);
+	}
+	c->time = time;
+	c->addr = addr;
+	c->stack = stack;
+	rec->offset = off;
+	rec->length = (uint32_t)(d.p - c->pos - 1);
+	rec->chunk = &c->chunk;
+	rec->thread = 0;
+	rec->time = time;
+	if (type == MT_REC_SHORT_FREE) {
+		rec->type = MT_REC_FREE;
+		rec->u.free.fn = MT_FN_FREE;
+		rec->u.free.addr = addr;
+		rec->u.free.kind = MT_KIND_HOST;
+	} else {
+		rec->type = MT_REC_ALLOC;
+		rec->u.alloc.fn = MT_FN_MALLOC;
+		rec->u.alloc.addr = addr;
+		rec->u.alloc.size = size;
+		rec->u.alloc.stack = stack;
+		rec->u.alloc.kind = MT_KIND_HOST;
+	}
+	c->pos = d.p;
+	return 1;
+}
 
 /* A chunk that failed its checksum is read up to its first record that does not decode. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
@@ -1119,6 +1231,13 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 		uint64_t dt;
 		int r;
 
+		if (!c->done && p < c->end && mt_record_is_short(*p)) {
+			struct mt_event ev;
+			if (next_fast(c, &ev)) {
+				skimmed(s, c->time, ev.offset);
+				continue;
+			}
+		}
 		/* an event whose length is one byte, its time a whole varint inside it */
 		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
 		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
@@ -1150,6 +1269,8 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 		return 0;
 	}
 	off = (uint64_t)(p - c->trace->data);
+	if (mt_record_is_short(*p))
+		return short_record(c, rec, off, err);
 	if (next_fast(c, &ev)) {
 		if (c->skim_events) {
 			rec->type = ev.type;

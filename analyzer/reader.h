@@ -198,6 +198,7 @@ struct mt_record {
 			        time; /* the scan's moment in ticks (rec->time is the register's) */
 			uint64_t status; /* enum mt_reach_status */
 			uint64_t detail, blocks, bytes, scanned, ns;
+			uint64_t chunks; /* trace chunks read back; 0 before 2026-11-26 */
 		} reach;
 		struct {
 			uint64_t cls; /* enum mt_reach_class */
@@ -239,7 +240,7 @@ struct mt_cursor {
 	const struct mt_trace *trace;
 	struct mt_chunk chunk;
 	const uint8_t *pos, *end;
-	uint64_t time, addr; /* the chunk's registers */
+	uint64_t time, addr, stack; /* the chunk's registers */
 	bool done;
 	/*
 	 * Set by a caller that wants only the times of event records (a first

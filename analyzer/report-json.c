@@ -36,9 +36,8 @@ json_t *mt_json_u64(uint64_t v)
 	return v > INT64_MAX ? json_real((double)v) : json_integer((json_int_t)v);
 }
 
-/* The frames of a stack, left in syms too (*n of them, <= 0 for none). */
-static json_t *frames_json(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
-                           int *count)
+json_t *mt_json_frames(struct mt_analysis *a, struct mt_sym *syms, uint32_t si, uint32_t stack,
+                       int *count)
 {
 	json_t *frames = json_array();
 	int n = *count = mt_analysis_frames(a, si, stack, syms, MAX_FRAMES);
@@ -91,7 +90,8 @@ static json_t *stack_json(struct mt_analysis *a, struct mt_sym *syms,
 	json_object_set_new(o, "stack_instance", json_integer(row->stack_instance));
 	if (mt_analysis_has_groups(a))
 		json_object_set_new(o, "stacks", merged_json(row));
-	json_object_set_new(o, "frames", frames_json(a, syms, row->stack_instance, row->stack, &n));
+	json_object_set_new(o, "frames",
+	                    mt_json_frames(a, syms, row->stack_instance, row->stack, &n));
 	/* the label is text already escaped, as the report prints it */
 	if (n > 0)
 		mt_cmd_label_text(label, sizeof(label), syms, n);
@@ -414,6 +414,7 @@ static json_t *scan_json(const struct mt_reach_scan *s)
 	json_object_set_new(o, "bytes", mt_json_u64(s->bytes));
 	json_object_set_new(o, "scanned_bytes", mt_json_u64(s->scanned));
 	json_object_set_new(o, "ns", mt_json_u64(s->ns));
+	json_object_set_new(o, "trace_chunks_read", mt_json_u64(s->chunks));
 	return o;
 }
 

@@ -433,7 +433,10 @@ static void print_text(struct mt_analysis *a, const char *file, unsigned top)
 
 static void usage(FILE *f)
 {
-	fputs("usage: memtrace report [--top N] [--json] [--native] FILE\n"
+	fputs("usage: memtrace report [--top N] [--json] [--native] FILE [FILE...]\n"
+	      "  Several traces (one per rank of a job) are put side by side: the peak per\n"
+	      "  trace and kind, which failed an allocation or was killed first, and the\n"
+	      "  stacks whose bytes at the peak differ most (docs/ranks.md).\n"
 	      "  --native keeps every native stack apart instead of grouping by the Python stack.\n"
 	      "  A stack is named by its first frame outside allocation plumbing; add your own\n"
 	      "  plumbing as MEMTRACE_PLUMBING='PATTERN:PATTERN' (docs/labels.md).\n",
@@ -442,7 +445,9 @@ static void usage(FILE *f)
 
 int mt_cmd_report(int argc, char **argv)
 {
-	const char *file = NULL;
+	char **files = argv; /* the traces, gathered at the front of argv as they come */
+	const char *file;
+	uint32_t nfiles = 0;
 	unsigned long top = 5;
 	bool json = false, native = false;
 	struct mt_analysis *a;
@@ -469,17 +474,17 @@ int mt_cmd_report(int argc, char **argv)
 			fprintf(stderr, "memtrace report: unknown option %s\n", argv[i]);
 			usage(stderr);
 			return MT_EXIT_USAGE;
-		} else if (file) {
-			fprintf(stderr, "memtrace report: one trace at a time\n");
-			return MT_EXIT_USAGE;
 		} else {
-			file = argv[i];
+			files[nfiles++] = argv[i];
 		}
 	}
-	if (!file) {
+	if (!nfiles) {
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
+	if (nfiles > 1)
+		return mt_report_ranks(files, nfiles, (unsigned)top, json, native);
+	file = files[0];
 	status = mt_cmd_analyze(file, NULL, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;

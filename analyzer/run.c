@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <memtrace/bytes.h>
+#include <memtrace/output-name.h>
 #include <memtrace/trace-format.h>
 
 #include "commands.h"
@@ -121,20 +122,11 @@ static bool sampling_bytes(const char *s)
 	return !mt_parse_bytes(s, &v) && v >= 1 && v <= MT_SAMPLING_MAX;
 }
 
-/* MEMTRACE_OUTPUT with %p replaced by pid, as the preload does. */
+/* MEMTRACE_OUTPUT expanded for pid as the preload does (empty when too long). */
 static void expand(const char *pattern, pid_t pid, char *out, size_t size)
 {
-	size_t n = 0;
-
-	for (const char *s = pattern; *s && n + 24 < size; s++) {
-		if (s[0] == '%' && s[1] == 'p') {
-			n += (size_t)snprintf(out + n, size - n, "%d", (int)pid);
-			s++;
-		} else {
-			out[n++] = *s;
-		}
-	}
-	out[n] = 0;
+	if (mt_output_expand(pattern, pid, out, size) < 0)
+		out[0] = 0;
 }
 
 /* The signals passed on to the program. */

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "map.h"
 #include "symbolize.h"
 
@@ -131,24 +132,6 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 
 #define HASH_SEED 0xcbf29ce484222325ull
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /*
  * One copy of each distinct string: function and file names repeat across
  * thousands of addresses. A 64-bit hash collision between different strings
@@ -166,7 +149,7 @@ static const char *intern(struct mt_symbolizer *s, const char *str)
 		return NULL;
 	if (!created && strcmp(s->strs[*slot - 1], str) == 0)
 		return s->strs[*slot - 1];
-	if (grow((void **)&s->strs, &s->strs_cap, s->nstrs + 1, sizeof(*s->strs)))
+	if (mt_grow((void **)&s->strs, &s->strs_cap, s->nstrs + 1, sizeof(*s->strs)))
 		return NULL;
 	copy = strdup(str);
 	if (!copy)
@@ -446,7 +429,7 @@ static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struc
 			return 0;
 		}
 	}
-	if (grow((void **)&s->objects, &s->objects_cap, s->nobjects + 1, sizeof(*s->objects)))
+	if (mt_grow((void **)&s->objects, &s->objects_cap, s->nobjects + 1, sizeof(*s->objects)))
 		return -ENOMEM;
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -620,7 +603,7 @@ static int push_frame(struct mt_symbolizer *s, const char *function, const char 
 {
 	struct frame *f;
 
-	if (grow((void **)&s->frames, &s->frames_cap, s->nframes + 1, sizeof(*s->frames)))
+	if (mt_grow((void **)&s->frames, &s->frames_cap, s->nframes + 1, sizeof(*s->frames)))
 		return -ENOMEM;
 	f = &s->frames[s->nframes++];
 	f->function = function ? demangled(s, function) : NULL;
@@ -791,12 +774,13 @@ static int make_ranges(struct object *o)
 		if (sym.st_size == 0) {
 			if (!global)
 				continue;
-			if (grow((void **)&o->exact, &exact_cap, o->nexact + 1, sizeof(*o->exact)))
+			if (mt_grow((void **)&o->exact, &exact_cap, o->nexact + 1,
+			            sizeof(*o->exact)))
 				return drop_ranges(o);
 			o->exact[o->nexact++] = value;
 			continue;
 		}
-		if (grow((void **)&o->ranges, &ranges_cap, o->nranges + 1, sizeof(*o->ranges)))
+		if (mt_grow((void **)&o->ranges, &ranges_cap, o->nranges + 1, sizeof(*o->ranges)))
 			return drop_ranges(o);
 		o->ranges[o->nranges++] = (struct sym_range){
 		        .value = value,

@@ -10,9 +10,7 @@
  */
 #include "mt.h"
 
-#define BOOTSTRAP_SIZE (16 * 1024)
-
-static _Alignas(16) uint8_t arena[BOOTSTRAP_SIZE];
+_Alignas(16) uint8_t mt_bootstrap_arena[MT_BOOTSTRAP_SIZE];
 static _Atomic size_t used;
 
 void *mt_bootstrap_alloc(size_t size)
@@ -21,14 +19,9 @@ void *mt_bootstrap_alloc(size_t size)
 	size_t old = atomic_load_explicit(&used, memory_order_relaxed);
 
 	do {
-		if (need > BOOTSTRAP_SIZE - old)
+		if (need > MT_BOOTSTRAP_SIZE - old)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&used, &old, old + need));
 	/* static storage is zeroed: calloc's promise holds */
-	return arena + old;
-}
-
-bool mt_bootstrap_owns(const void *p)
-{
-	return (const uint8_t *)p >= arena && (const uint8_t *)p < arena + BOOTSTRAP_SIZE;
+	return mt_bootstrap_arena + old;
 }

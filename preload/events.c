@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Event records: what the interposed functions write (docs/trace-format.md,
- * records 5 to 11 and 14).
+ * records 5 to 11, 14 and the short records 21 to 23 of malloc and free).
  *
  * Context: hot path, guard set. The time is taken first, so that it is the
  * moment the real function returned (or, for frees, the moment before the
@@ -29,11 +29,42 @@ static void alloc_record(unsigned fn, unsigned kind, void *p, uint64_t size, uin
 	mt_commit_small(rec, MT_REC_ALLOC, q);
 }
 
+/*
+ * A malloc as a short record: its stack as a step from the chunk's stack
+ * register, or none at all when it is the register's (a loop allocating
+ * from one place). The register is read after mt_room, which may have
+ * begun a new chunk (and so a register at 0).
+ */
+static void short_malloc(void *p, uint64_t size, uint32_t stack, uint64_t now)
+{
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+	uint8_t *q;
+	uint32_t last;
+
+	if (MT_UNLIKELY(!rec))
+		return;
+	last = mt_self.stack;
+	mt_self.stack = stack;
+	q = mt_put_time(rec + 1, now);
+	q = mt_put_addr(q, (uintptr_t)p);
+	q = mt_put_varint(q, size);
+	if (stack == last) {
+		mt_commit_short(rec, MT_REC_SHORT_MALLOC_SAME, q);
+		return;
+	}
+	q = mt_put_varint(q, mt_zigzag((int64_t)stack - (int64_t)last));
+	mt_commit_short(rec, MT_REC_SHORT_MALLOC, q);
+}
+
 void mt_rec_alloc(unsigned fn, void *p, size_t size)
 {
 	uint64_t now = mt_now();
+	uint32_t stack = mt_stack_current();
 
-	alloc_record(fn, mt_fn_kind(fn), p, size, mt_stack_current(), now);
+	if (fn == MT_FN_MALLOC)
+		short_malloc(p, size, stack, now);
+	else
+		alloc_record(fn, mt_fn_kind(fn), p, size, stack, now);
 }
 
 void mt_rec_alloc_kind(unsigned fn, unsigned kind, void *p, uint64_t size)
@@ -66,7 +97,20 @@ static void free_record(unsigned fn, unsigned kind, void *p)
 
 void mt_rec_free(unsigned fn, void *p)
 {
-	free_record(fn, mt_fn_kind(fn), p);
+	uint64_t now;
+	uint8_t *rec, *q;
+
+	if (fn != MT_FN_FREE) {
+		free_record(fn, mt_fn_kind(fn), p);
+		return;
+	}
+	now = mt_now_before();
+	rec = mt_room(MT_HOT_RECORD_MAX);
+	if (MT_UNLIKELY(!rec))
+		return;
+	q = mt_put_time(rec + 1, now);
+	q = mt_put_addr(q, (uintptr_t)p);
+	mt_commit_short(rec, MT_REC_SHORT_FREE, q);
 }
 
 void mt_rec_free_kind(unsigned fn, unsigned kind, void *p)

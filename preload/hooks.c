@@ -30,6 +30,21 @@ static size_t product(size_t a, size_t b)
 }
 
 /*
+ * A call that mt_sample_pass let through failed: recorded as every failure
+ * is (the countdown given back its bytes, nothing was allocated).
+ */
+static inline __attribute__((always_inline)) void pass_failed(unsigned fn, size_t size, int error)
+{
+	if (!mt_enter())
+		return;
+	int err = errno;
+	mt_self.sample_left += (int64_t)size;
+	MT_MARK_CALLER();
+	mt_rec_fail(fn, size, error);
+	mt_leave(err);
+}
+
+/*
  * The first call of the process looks the real functions up. A call that
  * comes while that is under way (dlsym's own calloc) finds them still
  * unknown and is served from the bootstrap arena.
@@ -42,6 +57,12 @@ MT_EXPORT void *malloc(size_t size)
 		mt_real_resolve();
 		if (!mt_real.malloc)
 			return mt_bootstrap_alloc(size);
+	}
+	if (mt_sample_pass(size)) {
+		p = mt_real.malloc(size);
+		if (MT_UNLIKELY(!p))
+			pass_failed(MT_FN_MALLOC, size, errno);
+		return p;
 	}
 	if (!mt_enter())
 		return mt_real.malloc(size);
@@ -65,7 +86,7 @@ MT_EXPORT void free(void *p)
 		return;
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
-	if (!mt_enter()) {
+	if (mt_sample_unrecorded(p) || !mt_enter()) {
 		mt_real.free(p);
 		return;
 	}
@@ -83,6 +104,12 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 		mt_real_resolve();
 		if (!mt_real.calloc)
 			return mt_bootstrap_alloc(product(n, size));
+	}
+	if (mt_sample_pass(product(n, size))) {
+		p = mt_real.calloc(n, size);
+		if (MT_UNLIKELY(!p))
+			pass_failed(MT_FN_CALLOC, n * size, errno);
+		return p;
 	}
 	if (!mt_enter())
 		return mt_real.calloc(n, size);
@@ -161,6 +188,12 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 	if (MT_UNLIKELY(!mt_real.posix_memalign))
 		mt_real_resolve();
+	if (mt_sample_pass(size)) { /* torch's CPU tensors come this way */
+		r = mt_real.posix_memalign(out, align, size);
+		if (MT_UNLIKELY(r))
+			pass_failed(MT_FN_POSIX_MEMALIGN, size, r);
+		return r;
+	}
 	if (!mt_enter())
 		return mt_real.posix_memalign(out, align, size);
 	MT_MARK_CALLER();

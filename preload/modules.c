@@ -243,8 +243,7 @@ void mt_modules_check(void)
 
 void mt_modules_init(void)
 {
-	void *p = mt_real.mmap(NULL, MAX_KNOWN * sizeof(struct known), PROT_READ | PROT_WRITE,
-	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = mt_own_map(MAX_KNOWN * sizeof(struct known));
 
 	if (p == MAP_FAILED) {
 		mt_disable("cannot map the module table", 0);

@@ -40,6 +40,7 @@ struct mt_thread {
 	uint8_t *base;                /* the chunk's mapping, NULL when none */
 	uint64_t time;                /* time register: last record's time */
 	uint64_t addr;                /* address register: last address written, ^ MT_ADDR_MASK */
+	uint32_t stack;               /* stack register: the last short malloc's stack */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
 	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
@@ -69,7 +70,7 @@ MT_HIDDEN extern struct mt_live *mt_live;
 #define mt_state (mt_live->state)
 
 struct mt_config {
-	char output[4096];         /* the path as configured, %p not yet expanded */
+	char output[4096];         /* the path as configured, %p, %r, %h not yet expanded */
 	unsigned depth;            /* frames per stack */
 	unsigned interval_ms;      /* sampler period; 0 = no sampler */
 	unsigned stack_table_bits; /* log2 of the stack table's slots */
@@ -126,7 +127,13 @@ extern struct mt_real mt_real;
 MT_HIDDEN void mt_real_resolve(void);
 /* bootstrap.c: the static arena that serves dlsym's calloc before calloc is known. */
 MT_HIDDEN void *mt_bootstrap_alloc(size_t size);
-MT_HIDDEN bool mt_bootstrap_owns(const void *p);
+#define MT_BOOTSTRAP_SIZE (16 * 1024)
+MT_HIDDEN extern uint8_t mt_bootstrap_arena[MT_BOOTSTRAP_SIZE];
+/* Inline: every free asks. */
+static inline bool mt_bootstrap_owns(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)mt_bootstrap_arena < MT_BOOTSTRAP_SIZE;
+}
 
 /* precedence.c: false when the program's own malloc (in the executable or a
  * library before this one) takes precedence: then nothing reaches the hooks. */
@@ -271,6 +278,14 @@ static inline uint8_t *mt_room(size_t need)
 static inline void mt_commit_small(uint8_t *rec, uint8_t type, uint8_t *end)
 {
 	rec[1] = (uint8_t)(end - rec - 2);
+	atomic_signal_fence(memory_order_release);
+	rec[0] = type;
+	mt_self.pos = end;
+}
+
+/* A short record (trace-format.h): its fields at rec + 1 and ending at end, no length. */
+static inline void mt_commit_short(uint8_t *rec, uint8_t type, uint8_t *end)
+{
 	atomic_signal_fence(memory_order_release);
 	rec[0] = type;
 	mt_self.pos = end;
@@ -468,6 +483,14 @@ MT_HIDDEN void mt_sampler_cgroup(uint64_t *current, uint64_t *max);
  */
 MT_HIDDEN int mt_sampling_init(void); /* init: the set of sampled addresses; 0 or -ENOMEM */
 MT_HIDDEN extern uint64_t mt_sample_exact;
+/* The set's homes: 2^MT_SAMPLE_SET_BITS, each with the count of its addresses. */
+#define MT_SAMPLE_SET_BITS 14
+MT_HIDDEN extern _Atomic uint16_t *mt_sample_homes;
+static inline size_t mt_sample_home(const void *p)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15u >>
+	                (64 - MT_SAMPLE_SET_BITS));
+}
 MT_HIDDEN bool mt_sample_draw(struct mt_thread *t, size_t size);
 MT_HIDDEN bool mt_sample_keep(void *p);
 MT_HIDDEN bool mt_sample_forget_slow(void *p);
@@ -490,11 +513,27 @@ static inline bool mt_sample_take(void *p, size_t size)
 /* Hot path, before the real free: true when p's allocation was recorded (so is its free). */
 static inline bool mt_sample_forget(void *p)
 {
-	return MT_LIKELY(!mt_config.sampling) || mt_sample_forget_slow(p);
+	if (MT_LIKELY(!mt_config.sampling))
+		return true;
+	/* no recorded block has p's home: p's was not recorded (most frees) */
+	if (MT_LIKELY(!atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)],
+	                                    memory_order_relaxed)))
+		return false;
+	return mt_sample_forget_slow(p);
 }
 
 /* reach.c: at a normal exit, the live blocks classified (REACH records). */
 MT_HIDDEN void mt_reach_at_exit(void);
+/* Slow path (writer.c): a chunk was claimed at off, for the copy to read back. */
+MT_HIDDEN void mt_reach_note_chunk(uint64_t off);
+
+/*
+ * own.c: memtrace's own anonymous mappings (read-write, MAP_FAILED when
+ * refused), which the exit's scan does not take for the program's roots
+ * (mt_own_ranges, reach.h).
+ */
+MT_HIDDEN void *mt_own_map(size_t bytes);
+MT_HIDDEN void mt_own_unmap(void *p, size_t bytes);
 /* The heap figures' states (sampler.c): a program thread takes them at the
  * end of an interposed call, where it holds no malloc lock, when WANTED,
  * marks FRESH ones stale, and answers a PROBE (is the program idle?) by
@@ -548,6 +587,33 @@ static inline void mt_leave(int err)
 {
 	mt_self.guard = false;
 	errno = err;
+}
+
+/*
+ * Sampled mode's common case, first thing in malloc and calloc: a block
+ * under the exact size that does not end the thread's countdown is counted
+ * down and passes through, with no guard, no caller's registers, no record
+ * (half the instructions memtrace added to a sampled pair on bench small).
+ * A pending heap-figure request (mt_leave_hot) takes the full path.
+ */
+static inline bool mt_sample_pass(size_t size)
+{
+	struct mt_thread *t = &mt_self;
+
+	if (MT_LIKELY(!mt_config.sampling) || size > mt_sample_exact ||
+	    t->sample_left <= (int64_t)size || t->guard ||
+	    (atomic_load_explicit(&mt_heap_ask, memory_order_relaxed) &
+	     (MT_HEAP_WANTED | MT_HEAP_FRESH | MT_HEAP_PROBE)))
+		return false;
+	t->sample_left -= (int64_t)size;
+	return true;
+}
+
+/* Sampled mode, first thing in free: no recorded block has p's home (most frees). */
+static inline bool mt_sample_unrecorded(const void *p)
+{
+	return mt_config.sampling &&
+	       !atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)], memory_order_relaxed);
 }
 
 /* events.c: record writers used by the interposed functions (hot path). */

@@ -538,8 +538,7 @@ static bool debug_offsets_agree(const struct mt_py_layout *l)
 
 static void *map_table(unsigned bits)
 {
-	void *p = mt_real.mmap(NULL, sizeof(uint64_t) << bits, PROT_READ | PROT_WRITE,
-	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = mt_own_map(sizeof(uint64_t) << bits);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -635,8 +634,8 @@ void mt_python_after_fork(void)
 		mt_python_on = false;
 		return;
 	}
-	mt_real.munmap((void *)py.codes, sizeof(uint64_t) << CODE_BITS);
-	mt_real.munmap((void *)py.pystacks, sizeof(uint64_t) << PYSTACK_BITS);
+	mt_own_unmap((void *)py.codes, sizeof(uint64_t) << CODE_BITS);
+	mt_own_unmap((void *)py.pystacks, sizeof(uint64_t) << PYSTACK_BITS);
 	py.codes = codes;
 	py.pystacks = stacks;
 	atomic_store(&py.codes_used, 0);

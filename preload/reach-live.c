@@ -29,9 +29,23 @@ struct slot {
 };
 #define ALIVE (1ull << 63)
 
+/*
+ * Events wait AHEAD places in a queue while their slots are fetched: the
+ * table of a churned heap (a hundred thousand blocks, freed in random
+ * order) is megabytes, and each lookup a cache miss that the ones queued
+ * behind it would otherwise wait out one at a time.
+ */
+#define AHEAD 8
+struct event {
+	uint64_t addr, time, size; /* size with ALIVE set for an allocation */
+};
+
 struct table {
 	struct slot *s;
-	size_t cap, n; /* cap a power of two; n used slots */
+	size_t cap, n;             /* cap a power of two; n used slots */
+	struct event queue[AHEAD]; /* a ring: queued events from head on */
+	unsigned head, queued;
+	bool last_alloc; /* the newest queued event is an allocation of this chunk's */
 };
 
 struct instance {
@@ -55,7 +69,7 @@ static size_t slot_of(uint64_t addr, size_t cap)
 
 static bool table_grow(struct table *t)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1u << 16;
+	size_t cap = t->cap ? t->cap * 2 : 1u << 10; /* a short process: 24 KiB to read through */
 	struct slot *s = mt_reach_map(cap * sizeof(*s));
 
 	if (!s)
@@ -76,13 +90,13 @@ static bool table_grow(struct table *t)
 	return true;
 }
 
-/* A host event on addr at time: the address's state if it is the latest. */
-static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uint64_t size)
+/* A host event: the address's state if it is the latest. */
+static __attribute__((noinline)) bool apply(struct table *t, const struct event *e)
 {
+	uint64_t addr = e->addr, time = e->time;
+	bool alive = e->size & ALIVE;
 	size_t j;
 
-	if (!addr)
-		return true;
 	if (2 * (t->n + 1) > t->cap && !table_grow(t))
 		return false;
 	j = slot_of(addr, t->cap);
@@ -94,7 +108,48 @@ static bool event(struct table *t, uint64_t addr, uint64_t time, bool alive, uin
 		/* an older event (or a free at the tick of the allocation after it) */
 		return true;
 	}
-	t->s[j] = (struct slot){addr, time, alive ? size | ALIVE : 0};
+	t->s[j] = (struct slot){addr, time, alive ? e->size : 0};
+	return true;
+}
+
+/* Applies the queued events, oldest first; false when the table cannot grow. */
+static bool flush(struct table *t)
+{
+	for (; t->queued; t->queued--, t->head = (t->head + 1) % AHEAD)
+		if (!apply(t, &t->queue[t->head]))
+			return false;
+	return true;
+}
+
+/*
+ * A host event on addr at time: queued, its slot fetched, the oldest applied
+ * when full. A free of the block the same thread allocated just before (a
+ * temporary: most of a busy program's blocks) takes that allocation back
+ * out of the queue, and neither reaches the table: whatever the address's
+ * state before them, every event of it before the allocation ended it dead,
+ * and the free ends it dead again.
+ */
+static inline __attribute__((always_inline)) bool event(struct table *t, uint64_t addr,
+                                                        uint64_t time, bool alive, uint64_t size)
+{
+	if (!addr)
+		return true;
+	if (!alive && t->last_alloc && t->queue[(t->head + t->queued - 1) % AHEAD].addr == addr) {
+		t->queued--;
+		t->last_alloc = false;
+		return true;
+	}
+	t->last_alloc = alive;
+	if (t->queued == AHEAD) {
+		if (!apply(t, &t->queue[t->head]))
+			return false;
+		t->head = (t->head + 1) % AHEAD;
+		t->queued--;
+	}
+	if (t->cap)
+		__builtin_prefetch(&t->s[slot_of(addr, t->cap)], 1);
+	t->queue[(t->head + t->queued++) % AHEAD] =
+	        (struct event){addr, time, alive ? size | ALIVE : 0};
 	return true;
 }
 
@@ -119,6 +174,29 @@ static uint64_t u(struct cur *c)
 	}
 	c->bad = true;
 	return 0;
+}
+
+/* The most a short record's fields take: four varints of ten bytes. */
+#define SHORT_MAX (4 * MT_MAX_VARINT)
+
+/* A uleb with no bound check: at most MT_MAX_VARINT bytes are read, whatever they hold. */
+static inline uint64_t fast_u(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = *p++;
+
+	if (v & 0x80) {
+		uint8_t b;
+		v &= 0x7f;
+		for (unsigned shift = 7; shift < 64; shift += 7) {
+			b = *p++;
+			v |= (uint64_t)(b & 0x7f) << shift;
+			if (!(b & 0x80))
+				break;
+		}
+	}
+	*pp = p;
+	return v;
 }
 
 static uint64_t z(struct cur *c)
@@ -167,8 +245,35 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 {
 	uint64_t addr = 0;
 
+	t->last_alloc = false; /* another thread's, or another stretch of this one's */
 	while (p < end && *p) {
 		unsigned type = *p++;
+		if (mt_record_is_short(type)) {
+			bool alive = type != MT_REC_SHORT_FREE;
+			uint64_t size = 0;
+			if (end - p >= SHORT_MAX) {
+				/* the chunk's data bounds no field here: no check a byte */
+				time += (uint64_t)mt_unzigzag(fast_u(&p));
+				addr += (uint64_t)mt_unzigzag(fast_u(&p));
+				if (alive)
+					size = fast_u(&p);
+				if (type == MT_REC_SHORT_MALLOC)
+					fast_u(&p); /* stack */
+			} else {
+				struct cur c = {p, end, false};
+				time += z(&c);
+				addr += z(&c);
+				size = alive ? u(&c) : 0;
+				if (type == MT_REC_SHORT_MALLOC)
+					u(&c);
+				if (c.bad)
+					return true;
+				p = c.p;
+			}
+			if (time <= cutoff && !event(t, addr, time, alive, size))
+				return false;
+			continue;
+		}
 		struct cur c = {p, end, false};
 		uint64_t len = u(&c);
 		if (c.bad || len > (uint64_t)(end - c.p))
@@ -234,12 +339,45 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 typedef bool (*chunk_fn)(void *ctx, const struct mt_chunk_header *h, const uint8_t *data,
                          const uint8_t *end);
 
-/* Every chunk of the file, in file order, as the analyzer walks them. */
-static bool each_chunk(const uint8_t *file, uint64_t size, chunk_fn fn, void *ctx)
+/* The chunk at off, if one was written there; its end in *end. */
+static const struct mt_chunk_header *chunk_at(const uint8_t *file, uint64_t size, uint64_t off,
+                                              uint64_t *end)
+{
+	const struct mt_chunk_header *h = (const void *)(file + off);
+
+	if (off < MT_CHUNK_UNIT || off % MT_CHUNK_UNIT ||
+	    off + sizeof(struct mt_chunk_header) > size || h->magic != MT_CHUNK_MAGIC ||
+	    h->size < MT_CHUNK_UNIT || h->size % MT_CHUNK_UNIT)
+		return NULL;
+	*end = off + h->size < size ? off + h->size : size;
+	return h;
+}
+
+/*
+ * The chunks the process listed (reach.c: its own and its fork ancestors'),
+ * or, when it kept no list, every chunk of the file in file order, as the
+ * analyzer walks them. *visited: how many.
+ */
+static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
+                       chunk_fn fn, void *ctx, uint64_t *visited)
 {
 	const struct mt_file_header *fh = (const void *)file;
-	uint64_t off = fh->header_size;
+	uint64_t off = fh->header_size, end;
 
+	*visited = 0;
+	if (in->chunks) {
+		for (uint64_t i = 0; i < in->nchunks; i++) {
+			const uint64_t *blk = in->chunks[i >> MT_REACH_CHUNK_BLOCK_BITS];
+			const struct mt_chunk_header *h;
+			off = blk ? blk[i & ((1u << MT_REACH_CHUNK_BLOCK_BITS) - 1)] : 0;
+			if (!off || !(h = chunk_at(file, size, off, &end)))
+				continue; /* being listed this moment, or never written */
+			++*visited;
+			if (!fn(ctx, h, file + off + sizeof(*h), file + end))
+				return false;
+		}
+		return true;
+	}
 	while (off + sizeof(struct mt_chunk_header) <= size) {
 		const struct mt_chunk_header *h = (const void *)(file + off);
 		if (h->magic != MT_CHUNK_MAGIC) {
@@ -248,7 +386,8 @@ static bool each_chunk(const uint8_t *file, uint64_t size, chunk_fn fn, void *ct
 		}
 		if (h->size < MT_CHUNK_UNIT || h->size % MT_CHUNK_UNIT)
 			break;
-		uint64_t end = off + h->size < size ? off + h->size : size;
+		end = off + h->size < size ? off + h->size : size;
+		++*visited;
 		if (!fn(ctx, h, file + off + sizeof(*h), file + end))
 			return false;
 		off += h->size;
@@ -333,7 +472,7 @@ static void sort_blocks(struct mt_reach_block *b, struct mt_reach_block *tmp, si
 }
 
 int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
-                  uint64_t *detail)
+                  uint64_t *chunks, uint64_t *detail)
 {
 	struct stat st;
 	const uint8_t *file;
@@ -363,7 +502,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 	w.ins = mt_reach_map(w.nins * sizeof(*w.ins));
 	if (!w.ins)
 		goto no_memory;
-	each_chunk(file, (uint64_t)st.st_size, process_of, &w);
+	each_chunk(in, file, (uint64_t)st.st_size, process_of, &w, chunks);
 	/* the instance, then each one it was forked from, up to that fork */
 	if (in->instance >= w.nins) {
 		*detail = EBADMSG;
@@ -377,7 +516,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 		w.ins[parent].cutoff = w.ins[cur].start;
 		cur = parent;
 	}
-	if (!each_chunk(file, (uint64_t)st.st_size, events_of, &w))
+	if (!each_chunk(in, file, (uint64_t)st.st_size, events_of, &w, chunks) || !flush(&w.t))
 		goto no_memory;
 	for (size_t i = 0; i < w.t.cap; i++)
 		nb += (w.t.s[i].size & ALIVE) != 0;

@@ -511,6 +511,7 @@ int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *
 	add(&ex, in->self_lo, in->self_hi);
 	add(&ex, in->out_lo, in->out_hi);
 	mt_reach_own_ranges(&ex.r[ex.n], MAX_RANGES - ex.n, &ex.n);
+	mt_own_ranges(&ex.r[ex.n], MAX_RANGES - ex.n, &ex.n);
 	sort_ranges(&ex);
 	for (const char *p = maps, *end = maps + len; p < end;) {
 		struct vma v;

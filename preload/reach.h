@@ -31,6 +31,7 @@ struct mt_reach_result {
 	uint32_t status; /* enum mt_reach_status */
 	uint64_t detail;
 	uint64_t blocks, bytes, scanned;
+	uint64_t chunks; /* trace chunks read back */
 };
 
 /* What the parent knows that the copy needs. */
@@ -45,6 +46,10 @@ struct mt_reach_input {
 	uintptr_t libc_lo, libc_hi; /* libc's writable segment, where its main arena is */
 	uintptr_t brk;              /* the program break: where the main arena's top chunk ends */
 	uint64_t budget;            /* bytes the copy may map for itself */
+	/* the chunks of this process and of its fork ancestors (reach.c), or
+	 * NULL when the list could not be kept: then every chunk of the file */
+	uint64_t *const *chunks;
+	uint64_t nchunks;
 };
 
 /* Raw mappings of the copy's own (munmap'd by its exit). NULL when refused. */
@@ -55,6 +60,8 @@ void mt_reach_unmap(void *p, size_t bytes);
 extern uint64_t mt_reach_mapped;
 /* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
+/* memtrace's own mappings in the program (own.c): not roots either. */
+void mt_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
 
 /*
  * The live host blocks of the instance at in->cutoff, sorted by address,
@@ -63,7 +70,11 @@ void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
  * *detail set.
  */
 int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
-                  uint64_t *detail);
+                  uint64_t *chunks, uint64_t *detail);
+
+/* The chunk list's blocks: CHUNK_BLOCK offsets each, 0 for a slot not yet written. */
+#define MT_REACH_CHUNK_BLOCK_BITS 12
+#define MT_REACH_CHUNK_BLOCKS     4096
 
 /*
  * Classifies blocks (sorted, n of them) into cls[] (enum mt_reach_class):

@@ -403,19 +403,17 @@ static uint64_t compute_rule(uint64_t ip)
 	       k << 61;
 }
 
-static inline _Atomic uint64_t *slot(uint64_t ip)
+/* The slot of ip in the cache whose word (address | log2 of its words) is cache. */
+static inline _Atomic uint64_t *slot(uintptr_t cache, uint64_t ip)
 {
-	/* pairs with the release of the compare-and-swap in rule_made */
-	uintptr_t r = atomic_load_explicit(&rules, memory_order_acquire);
-	_Atomic uint64_t *words = (_Atomic uint64_t *)(r & ~(uintptr_t)RULE_BITS_FIELD);
+	_Atomic uint64_t *words = (_Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
 
-	return &words[(ip * 0x9e3779b97f4a7c15u) >> (64 - (r & RULE_BITS_FIELD))];
+	return &words[(ip * 0x9e3779b97f4a7c15u) >> (64 - (cache & RULE_BITS_FIELD))];
 }
 
 static void *rules_map(unsigned bits)
 {
-	return mt_real.mmap(NULL, sizeof(uint64_t) << bits, PROT_READ | PROT_WRITE,
-	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return mt_own_map(sizeof(uint64_t) << bits);
 }
 
 /* Slow path: a rule was computed; the cache grows when it has made enough. */
@@ -439,7 +437,7 @@ static void rule_made(void)
 	                                            memory_order_release, memory_order_relaxed))
 		atomic_store_explicit(&rules_made, 0, memory_order_relaxed);
 	else
-		mt_real.munmap(p, sizeof(uint64_t) << (bits + RULE_BITS_STEP)); /* another's won */
+		mt_own_unmap(p, sizeof(uint64_t) << (bits + RULE_BITS_STEP)); /* another's won */
 }
 
 /* The thread's stack, so that no load leaves it. */
@@ -486,11 +484,25 @@ struct mt_frame {
 	bool bp_live;   /* this state's bp is used before the walk reloads it */
 };
 
+/*
+ * The stack words a walk read, outermost first, as the states they made:
+ * state i's return address (at its sp - 8) and, when a state above uses it,
+ * the bp it loaded. The words of states 0 to c - 1 are chk[0] to
+ * chk[first[c] - 1], so checking that the walk above state c still holds
+ * is one tight run of loads and compares, with nothing to decode.
+ */
+struct mt_check {
+	uintptr_t addr, val;
+};
+
 struct mt_walk {
 	unsigned n;
 	uint32_t gen;
 	bool truncated; /* stopped at the frame limit, not at the outermost frame */
 	struct mt_frame f[WALK_MAX];
+	uint16_t first[WALK_MAX + 1];
+	uint16_t chk_state[2 * WALK_MAX]; /* the state each word belongs to */
+	struct mt_check chk[2 * WALK_MAX];
 };
 
 /*
@@ -515,14 +527,39 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
  */
 static int first_changed(const struct mt_walk *w, unsigned c)
 {
-	for (int i = (int)c - 1; i >= 0; i--) {
-		const struct mt_frame *f = &w->f[i];
-		if (*(const uintptr_t *)(f->sp - 8) != f->ip)
-			return i;
-		if (f->loaded && *(const uintptr_t *)(f->sp - 8 * f->loaded) != f->bp)
-			return i;
+	const struct mt_check *p = w->chk + w->first[c];
+
+	while (p != w->chk) {
+		p--;
+		if (MT_UNLIKELY(*(const uintptr_t *)p->addr != p->val))
+			return w->chk_state[p - w->chk];
 	}
 	return -1;
+}
+
+/*
+ * States from on, once the walk is stored: which states' bp matters to the
+ * walk above them (the outermost's when the walk was cut: a later walk may
+ * go on from it), and the words to check. A bp loaded into a state that
+ * nothing above uses (code without frame pointers) is not the walk's
+ * business, and is not checked.
+ */
+static void finish_from(struct mt_walk *w, unsigned from)
+{
+	unsigned j = w->first[from];
+
+	for (unsigned i = from; i < w->n; i++) {
+		struct mt_frame *f = &w->f[i];
+		f->bp_live = f->rbp_cfa || (i == 0 ? w->truncated : !f[-1].loaded && f[-1].bp_live);
+		w->first[i] = (uint16_t)j;
+		w->chk[j] = (struct mt_check){f->sp - 8, f->ip};
+		w->chk_state[j++] = (uint16_t)i;
+		if (f->loaded && f->bp_live) {
+			w->chk[j] = (struct mt_check){f->sp - 8 * f->loaded, f->bp};
+			w->chk_state[j++] = (uint16_t)i;
+		}
+	}
+	w->first[w->n] = (uint16_t)j;
 }
 
 #define AREA_BYTES (sizeof(struct mt_area) + sizeof(struct mt_walk))
@@ -530,8 +567,7 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
-		uint8_t *p = mt_real.mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE,
-		                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *p = mt_own_map(AREA_BYTES);
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = (struct mt_area *)p;
@@ -543,51 +579,71 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 void mt_area_release(struct mt_thread *t)
 {
 	if (t->area)
-		mt_real.munmap(t->area, AREA_BYTES);
+		mt_own_unmap(t->area, AREA_BYTES);
 	t->area = NULL;
 }
 
 enum step { STEP_NEXT, STEP_END, STEP_LIBUNWIND };
 
 /*
- * One step out of state f (whose rbp_cfa it sets) into next, by the cached
- * rule of f's return address. seen/nseen: the states walked so far, for the
- * libgcc check.
+ * Slow path: ip's rule is not in its slot; computed and stored there. 0
+ * when the walk must go to libunwind before asking (seen/nseen: the states
+ * walked so far, for the libgcc check).
  */
-static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_frame *next,
-                             const struct mt_frame *seen, unsigned nseen)
+static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr_t ip,
+                                                    const struct mt_frame *seen, unsigned nseen)
 {
-	_Atomic uint64_t *s = slot(f->ip);
-	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
-	uintptr_t cfa, k, bp = f->bp;
+	uint64_t r;
 
-	if (MT_UNLIKELY((r & IP_MASK) != f->ip || !r)) {
-		if (from_libgcc(seen, nseen))
-			return STEP_LIBUNWIND;
-		int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
-		r = compute_rule(f->ip);
-		if (!r)
-			r = f->ip | LIBUNWIND_ONLY << 49;
-		atomic_store_explicit(s, r, memory_order_relaxed);
-		rule_made();
-		errno = err;
-	}
-	if (MT_UNLIKELY(OFF_FIELD(r) == LIBUNWIND_ONLY))
+	if (from_libgcc(seen, nseen))
+		return 0;
+	int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
+	r = compute_rule(ip);
+	if (!r)
+		r = ip | LIBUNWIND_ONLY << 49;
+	atomic_store_explicit(s, r, memory_order_relaxed);
+	rule_made();
+	errno = err;
+	return r;
+}
+
+/*
+ * One step out of state f (whose rbp_cfa it sets) into next, by the cached
+ * rule of f's return address; cache is the rule cache as the walk began (a
+ * replaced cache stays mapped). next's h and bp_live are the caller's to
+ * set. A return address is never 0 (the walk stops below 4096), so an
+ * empty slot reads as another address's.
+ */
+static inline __attribute__((always_inline)) enum step
+step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *next,
+     const struct mt_frame *seen, unsigned nseen)
+{
+	_Atomic uint64_t *s = slot(cache, f->ip);
+	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
+	uintptr_t cfa, k, off;
+
+	if (MT_UNLIKELY((r & IP_MASK) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
 		return STEP_LIBUNWIND;
-	if (!OFF_FIELD(r))
+	off = OFF_FIELD(r);
+	if (MT_UNLIKELY(off == LIBUNWIND_ONLY))
+		return STEP_LIBUNWIND;
+	if (MT_UNLIKELY(!off))
 		return STEP_END; /* outermost frame */
 	f->rbp_cfa = r >> 48 & 1;
-	cfa = (f->rbp_cfa ? f->bp : f->sp) + OFF_FIELD(r) * 8;
-	if (cfa <= f->sp || cfa > t->stack_hi)
+	cfa = (f->rbp_cfa ? f->bp : f->sp) + off * 8;
+	if (MT_UNLIKELY(cfa <= f->sp || cfa > t->stack_hi))
 		return STEP_END; /* not a stack we can trust */
 	k = r >> 61;
-	*next = (struct mt_frame){0, cfa, bp, 0, 0, false, true};
+	next->sp = cfa;
+	next->bp = f->bp;
+	next->loaded = 0;
+	next->rbp_cfa = false;
 	if (k && cfa - 8 * k >= t->stack_lo) {
 		next->bp = *(const uintptr_t *)(cfa - 8 * k);
 		next->loaded = (uint8_t)k;
 	}
 	next->ip = *(const uintptr_t *)(cfa - 8);
-	return next->ip < 4096 || next->ip > IP_MASK ? STEP_END : STEP_NEXT;
+	return MT_UNLIKELY(next->ip < 4096 || next->ip > IP_MASK) ? STEP_END : STEP_NEXT;
 }
 
 /*
@@ -595,7 +651,7 @@ static inline enum step step(struct mt_thread *t, struct mt_frame *f, struct mt_
  * is shallower inside: the stack goes on above w->f[0]. Walks on from there
  * and puts the states found in front. 0, or -1 for libunwind.
  */
-static int extend_outwards(struct mt_thread *t, struct mt_walk *w, unsigned max)
+static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk *w, unsigned max)
 {
 	struct mt_frame outer[WALK_MAX]; /* innermost first */
 	struct mt_frame cur = w->f[0];
@@ -603,7 +659,7 @@ static int extend_outwards(struct mt_thread *t, struct mt_walk *w, unsigned max)
 	enum step e = STEP_NEXT;
 
 	while (w->n + m < max) {
-		e = step(t, &cur, &outer[m], w->f, w->n);
+		e = step(t, cache, &cur, &outer[m], w->f, w->n);
 		if (e == STEP_LIBUNWIND)
 			return -1;
 		if (m == 0)
@@ -630,15 +686,19 @@ static int extend_outwards(struct mt_thread *t, struct mt_walk *w, unsigned max)
 static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
                 unsigned max)
 {
-	struct mt_frame fresh[WALK_MAX]; /* the new states, innermost first */
-	unsigned k = 1;
+	/* the new states, innermost last (top[-i] is the i-th), so that they are stored, outermost
+	 * first, with one copy */
+	struct mt_frame fresh[WALK_MAX], *top = &fresh[WALK_MAX - 1];
+	uintptr_t cache =
+	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
+	unsigned k = 1, from;
 	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
 	int keep = -1;                              /* w->f[0..keep] stays */
-	bool was_truncated = w->truncated;
+	bool was_truncated = w->truncated, dropped = false;
 
-	fresh[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
+	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		struct mt_frame *f = &fresh[k - 1];
+		struct mt_frame *f = top - (k - 1);
 		while (c >= 0 && w->f[c].sp < f->sp)
 			c--;
 		if (c >= 0 && c < changed && w->f[c].sp == f->sp && w->f[c].ip == f->ip &&
@@ -646,13 +706,13 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 			changed = first_changed(w, (unsigned)c);
 			if (changed < 0) {
 				keep = c;
-				k--; /* state c is fresh[k - 1] */
+				k--; /* state c is top[-(k - 1)] */
 				break;
 			}
 		}
 		if (k == max)
 			break;
-		enum step e = step(t, f, &fresh[k], fresh, k);
+		enum step e = step(t, cache, f, f - 1, f, k);
 		if (e == STEP_LIBUNWIND)
 			return -1;
 		if (e == STEP_END)
@@ -664,22 +724,18 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 		unsigned drop = keep + 1 + k - max;
 		memmove(&w->f[0], &w->f[drop], (size_t)(keep + 1 - drop) * sizeof(w->f[0]));
 		keep -= (int)drop;
-		w->truncated = true;
+		w->truncated = dropped = true;
 	} else {
 		w->truncated = keep < 0 ? k == max : was_truncated && keep + 1 + k == max;
 	}
-	for (unsigned i = 0; i < k; i++)
-		w->f[keep + 1 + (int)i] = fresh[k - 1 - i];
+	memcpy(&w->f[keep + 1], top - (k - 1), k * sizeof(*top));
 	w->n = (unsigned)(keep + 1) + k;
 	bool extend = keep >= 0 && was_truncated && w->n < max;
-	if (extend && extend_outwards(t, w, max) < 0)
+	if (extend && extend_outwards(t, cache, w, max) < 0)
 		return -1;
-	/* which states' bp matters to the walk above them (the new ones, or all after extending) */
-	for (unsigned i = extend ? 0 : (unsigned)(keep + 1); i < w->n; i++) {
-		struct mt_frame *f = &w->f[i];
-		f->bp_live = f->rbp_cfa ||
-		             (i == 0 ? w->truncated : !w->f[i - 1].loaded && w->f[i - 1].bp_live);
-	}
+	/* the new states, or all after extending or cutting (the outermost changed) */
+	from = extend || dropped ? 0 : (unsigned)(keep + 1);
+	finish_from(w, from);
 	return w->truncated || was_truncated ? 0 : keep + 1;
 }
 
@@ -820,8 +876,7 @@ void mt_unwind_frames(void **frames, int n)
 struct mt_area *mt_area_get(struct mt_thread *t)
 {
 	if (MT_UNLIKELY(!t->area)) {
-		void *p = mt_real.mmap(NULL, sizeof(struct mt_area), PROT_READ | PROT_WRITE,
-		                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *p = mt_own_map(sizeof(struct mt_area));
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = p;
@@ -832,7 +887,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 void mt_area_release(struct mt_thread *t)
 {
 	if (t->area)
-		mt_real.munmap(t->area, sizeof(struct mt_area));
+		mt_own_unmap(t->area, sizeof(struct mt_area));
 	t->area = NULL;
 }
 

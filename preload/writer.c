@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "memtrace/crc32c.h"
+#include "memtrace/output-name.h"
 #include "mt.h"
 
 uint32_t mt_instance;
@@ -95,32 +96,48 @@ static bool past_size_limit(uint64_t end)
 	       end > lim.rlim_cur;
 }
 
-/* path = MEMTRACE_OUTPUT with %p replaced by the pid, made absolute. */
-static int resolve_path(pid_t pid)
+/* out = MEMTRACE_OUTPUT with its escapes expanded (output-name.h), made absolute. */
+static int resolve_path(pid_t pid, char out[PATH_MAX])
 {
 	char expanded[PATH_MAX];
-	size_t n = 0;
+	int n = mt_output_expand(mt_config.output, pid, expanded, sizeof(expanded) - 24);
 
-	for (const char *s = mt_config.output; *s && n < sizeof(expanded) - 24; s++) {
-		if (s[0] == '%' && s[1] == 'p') {
-			n += (size_t)snprintf(expanded + n, sizeof(expanded) - n, "%d", (int)pid);
-			s++;
-		} else {
-			expanded[n++] = *s;
-		}
-	}
-	expanded[n] = 0;
+	if (n < 0)
+		return n;
 	if (expanded[0] == '/') {
-		memcpy(path, expanded, n + 1);
+		memcpy(out, expanded, (size_t)n + 1);
 		return 0;
 	}
-	if (!getcwd(path, sizeof(path) - 1))
+	if (!getcwd(out, PATH_MAX - 1))
 		return -errno;
-	if (strlen(path) + 1 + n + 32 >= sizeof(path))
+	if (strlen(out) + 1 + (size_t)n + 32 >= PATH_MAX)
 		return -ENAMETOOLONG;
-	strcat(path, "/");
-	strcat(path, expanded);
+	strcat(out, "/");
+	strcat(out, expanded);
 	return 0;
+}
+
+/*
+ * Whether the trace at `joined` (the tree's file: NAME, or NAME.k when
+ * another run held NAME) is the one this process's own MEMTRACE_OUTPUT
+ * names. With %p, %r or %h in it, an exec'd program of another pid, rank or
+ * host writes a file of its own: torchrun's workers, exec'd by a launcher
+ * that has no rank, each write their rank's trace.
+ */
+static bool names_same_file(const char *joined)
+{
+	char own[PATH_MAX];
+	size_t n;
+
+	if (!mt_output_has_escape(mt_config.output))
+		return true;
+	if (resolve_path(getpid(), own) < 0)
+		return false;
+	n = strlen(own);
+	if (strncmp(joined, own, n))
+		return false;
+	return !joined[n] || (joined[n] == '.' && joined[n + 1] &&
+	                      strspn(joined + n + 1, "0123456789") == strlen(joined + n + 1));
 }
 
 static int map_header(int fd)
@@ -207,7 +224,7 @@ int mt_writer_create(pid_t pid)
 	struct stat st;
 	int fd, r = 0, n, tries = 0;
 
-	r = resolve_path(pid);
+	r = resolve_path(pid, path);
 	if (r < 0) {
 		mt_say("cannot resolve the trace path %s: %s; tracing is off", mt_config.output,
 		       strerror(-r));
@@ -335,9 +352,9 @@ static int open_token(const char *token, bool write)
 
 /*
  * An exec'd program below a traced process joins the trace named in the
- * token, if that name still is the same file with a header we can write,
- * and takes its share of the run's lock. Otherwise the caller starts a trace
- * of its own (never at the expense of this one: see mt_writer_create).
+ * token, if that name still is the same file with a header we can write and
+ * its own MEMTRACE_OUTPUT names it too, and takes its share of the run's lock. Otherwise the caller
+ * starts a trace of its own (never at the expense of this one: see mt_writer_create).
  */
 int mt_writer_join(const char *token)
 {
@@ -345,6 +362,8 @@ int mt_writer_join(const char *token)
 
 	if (fd < 0)
 		return -EINVAL;
+	if (!names_same_file(path))
+		goto fail;
 	if (map_header(fd) < 0)
 		goto fail;
 	if (memcmp(header->magic, MT_FILE_MAGIC, 8) || header->version != MT_FORMAT_VERSION ||
@@ -592,6 +611,7 @@ static uint8_t *map_chunk(struct mt_thread *t, uint32_t size, uint64_t *off_out)
 		return NULL;
 	}
 	*off_out = off;
+	mt_reach_note_chunk(off);
 	return p;
 }
 
@@ -647,6 +667,7 @@ uint8_t *mt_writer_room_slow(size_t need)
 	t->chunk_next = size < MT_CHUNK_SIZE_MAX ? size * 2 : MT_CHUNK_SIZE_MAX;
 	t->time = ch->base_ticks;
 	t->addr = MT_ADDR_MASK; /* 0, masked */
+	t->stack = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->base = p;
 	if (old) {

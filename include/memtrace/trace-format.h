@@ -16,8 +16,10 @@
  *
  *     u8 type | uleb128 payload length | payload
  *
- * and its type byte is stored last, so a zero type means "nothing more in
- * this chunk": what a killed process leaves behind stays readable.
+ * except the short records of the hot path (malloc and free: a type byte
+ * and their fields, no length), and its type byte is stored last, so a zero
+ * type means "nothing more in this chunk": what a killed process leaves
+ * behind stays readable.
  */
 #ifndef MEMTRACE_TRACE_FORMAT_H
 #define MEMTRACE_TRACE_FORMAT_H
@@ -26,7 +28,8 @@
 #include <stdint.h>
 
 #define MT_FILE_MAGIC       "MEMTRACE" /* 8 bytes, no terminator in the file */
-#define MT_FORMAT_VERSION   2
+#define MT_FORMAT_VERSION   3
+#define MT_FORMAT_OLDEST    2 /* the oldest version a reader of this one reads: 3 added records */
 #define MT_HEADER_SIZE      4096u
 #define MT_CHUNK_UNIT       4096u          /* chunks start and end on multiples of it */
 #define MT_CHUNK_SIZE_FIRST MT_CHUNK_UNIT  /* a thread's first chunk */
@@ -126,8 +129,27 @@ enum mt_record_type {
 	MT_REC_PYSTACK = 18,      /* an interned Python stack that STACK records name */
 	MT_REC_REACH = 19,        /* the exit's reachability scan: its moment and figures */
 	MT_REC_REACH_BLOCKS = 20, /* the addresses of the blocks of one reachability class */
+	/*
+	 * Short records (format 3): the type byte and the fields, no length, so
+	 * a malloc and a free cost a few bytes. A reader reads them as ALLOC of
+	 * malloc and FREE of free. Their stack is on the chunk's stack register.
+	 */
+	MT_REC_SHORT_MALLOC = 21,      /* dt, addr, size, zigzag stack - register */
+	MT_REC_SHORT_MALLOC_SAME = 22, /* dt, addr, size: the register's stack */
+	MT_REC_SHORT_FREE = 23,        /* dt, addr */
 	MT_REC_TYPE_COUNT
 };
+
+static inline int mt_record_is_short(unsigned type)
+{
+	return type >= MT_REC_SHORT_MALLOC && type <= MT_REC_SHORT_FREE;
+}
+
+/* The varints a short record's type byte is followed by. */
+static inline unsigned mt_short_fields(unsigned type)
+{
+	return type == MT_REC_SHORT_MALLOC ? 4 : type == MT_REC_SHORT_MALLOC_SAME ? 3 : 2;
+}
 
 /*
  * Which function made an event. For the malloc family and mmap the memory

@@ -47,6 +47,14 @@ def traced_env(trace, extra=None):
     return env
 
 
+def untraced_env(extra=None):
+    """This environment without the preload and without any MEMTRACE_ setting (the
+    harness's own included), for a program that `memtrace run` traces itself, or none."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_") and k != "LD_PRELOAD"}
+    env.update(extra or {})
+    return env
+
+
 def run_traced(argv, trace, extra=None, **kw):
     return run(argv, env=traced_env(trace, extra), **kw)
 
@@ -58,6 +66,17 @@ def dump_summary(trace):
     check(out.returncode == 0, f"memtrace dump failed ({out.returncode}): {out.stderr.decode()}")
     import json
     return json.loads(out.stdout)
+
+
+def marked_lines(path, tag="SITE"):
+    """{name: line} of the lines of a source file that end with `# TAG name`."""
+    found = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(rf"# {tag} ([a-z-]+)$", line)
+            if m:
+                found[m.group(1)] = n
+    return found
 
 
 def main(tests):

@@ -80,6 +80,31 @@ def test_small_rlimit_as():
     shutil.rmtree(d)
 
 
+def test_small_failures_recorded():
+    """Allocations that fail for want of address space are all recorded, in
+    full and in sampled mode, where a small one passes memtrace's short path
+    (mt_sample_pass) and its failure must still be: 100 asks of 64 KiB (under
+    the exact threshold of 64 KiB sampling) with room for about half."""
+    prog = program("address-space")
+    off = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_ENABLE="0")
+    _, base_kb = result(run([prog, "0"], env=off), "the program with memtrace off")
+    for mode, extra in (("full", {}), ("sampled", {"MEMTRACE_SAMPLING": "64K", "MEMTRACE_SEED": "1"})):
+        d = workdir()
+        trace = os.path.join(d, "trace.bin")
+        r = run_limited([prog, "100", "65536"], traced_env(trace, extra),
+                        base_kb + MARGIN_KB + 3072)
+        got, _ = result(r, f"{mode}: the traced program")
+        check(0 < got < 100, f"{mode}: {got} of 100 blocks: the limit did not bite")
+        check(not r.stderr, f"{mode}: memtrace said something: {r.stderr.decode()}")
+        (p,) = report(trace)
+        host = p["memories"]["host"]
+        check(host["failed_allocations"] == 100 - got,
+              f"{mode}: {host['failed_allocations']} failed allocations recorded, "
+              f"the program saw {100 - got}")
+        check(all(f["size"] == 65536 for f in host["failures"]), f"{mode}: {host['failures']}")
+        shutil.rmtree(d)
+
+
 STACK = re.compile(r"^\S+ pid \d+ tid \d+ STACK id (\d+) gen \d+ frames \d+ (.*)$", re.M)
 ALLOC = re.compile(r"^\S+ pid \d+ tid \d+ t=\S+ ALLOC malloc \S+ size (\d+) stack (\d+)$", re.M)
 
@@ -149,6 +174,7 @@ def test_stack_table_limit():
 
 main({
     "small_rlimit_as": test_small_rlimit_as,
+    "small_failures_recorded": test_small_failures_recorded,
     "more_stacks_than_the_first_table": test_more_stacks_than_the_first_table,
     "stack_table_limit": test_stack_table_limit,
 })

@@ -129,6 +129,31 @@ static void threads(void)
 	save(&b, "threads", b.size);
 }
 
+/* The hot path's short records: a malloc loop on one stack, a step to another, frees, a long
+ * ALLOC between them, and the stack register begun again in a new chunk. */
+static void short_records(void)
+{
+	static const uint64_t f1[] = {0x401000}, f2[] = {0x402000, 0x401000};
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 7000);
+	tb_process(&b, 7000, 300, 1, MT_ORIGIN_ROOT, 0, "/usr/bin/s", "s", 1);
+	tb_stack(&b, 1, 1, f1);
+	tb_stack(&b, 200, 2, f2);
+	tb_short_malloc(&b, 7010, 0x1000, 32, 1);
+	tb_short_malloc(&b, 7020, 0x1040, 32, 1);
+	tb_short_free(&b, 7030, 0x1000);
+	tb_alloc(&b, 7040, MT_FN_CALLOC, 0x1080, 16, 200);
+	tb_short_malloc(&b, 7050, 0x1000, 600, 200);
+	tb_short_malloc(&b, 7060, 0x2000, 8, 1);
+	tb_chunk(&b, 1, 300, 300, 8000);
+	tb_short_malloc(&b, 8010, 0x3000, 8, 1);
+	tb_short_free(&b, 8020, 0x1040);
+	tb_exit(&b, 8030, MT_EXIT_EXIT, 0);
+	save(&b, "short-records", b.size);
+}
+
 /* A root that forks a child mid-way and then execs another program. */
 static void fork_exec(void)
 {
@@ -419,6 +444,7 @@ int main(int argc, char **argv)
 	dir = argv[1];
 	every_record();
 	threads();
+	short_records();
 	fork_exec();
 	mappings();
 	tsc();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <memtrace/bytes.h>
+#include <memtrace/crc32c.h>
 
 #include "reader.h"
 #include "replay.h"
@@ -121,6 +122,17 @@ static void build_all(struct tb *b, size_t off[MT_REC_TYPE_COUNT + 1])
 	off[MT_REC_PYSTACK] = tb_pystack(b, 5, 2, py, py_lasti);
 	off[MT_REC_REACH] = tb_reach(b, 5000170, MT_REACH_DONE, 0, 3, 1200, 1 << 20, 450000);
 	off[MT_REC_REACH_BLOCKS] = tb_reach_blocks(b, MT_REACH_INDIRECT, 3, reached);
+	off[MT_REC_SHORT_MALLOC] = tb_short_malloc(b, 5000180, 0x55560000, 24, 7);
+	off[MT_REC_SHORT_MALLOC_SAME] = tb_short_malloc(b, 5000190, 0x55560040, 300, 7);
+	off[MT_REC_SHORT_FREE] = tb_short_free(b, 5000200, 0x55560000);
+}
+
+/* The type a reader gives a record written as type: a short one reads as ALLOC or FREE. */
+static unsigned read_as(unsigned type)
+{
+	if (!mt_record_is_short(type))
+		return type;
+	return type == MT_REC_SHORT_FREE ? MT_REC_FREE : MT_REC_ALLOC;
 }
 
 static void test_every_type(void)
@@ -144,7 +156,7 @@ static void test_every_type(void)
 	CHECK_EQ(c.chunk.base_ticks, 5000000);
 	for (type = 1; type < MT_REC_TYPE_COUNT; type++) {
 		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
-		CHECK_EQ(rec.type, type);
+		CHECK_EQ(rec.type, read_as(type));
 		CHECK_EQ(rec.offset, off[type]);
 		switch (type) {
 		case MT_REC_PROCESS:
@@ -295,6 +307,29 @@ static void test_every_type(void)
 			CHECK(!mt_reach_blocks_next(&rec, &pos, &addr));
 			break;
 		}
+		case MT_REC_SHORT_MALLOC: /* dt, 0x7f2000000000 down to 0x55560000, size, 0 + 7 */
+			CHECK_EQ(rec.length, 1 + 7 + 1 + 1);
+			CHECK_EQ(rec.time, 5000180);
+			CHECK_EQ(rec.u.alloc.fn, MT_FN_MALLOC);
+			CHECK_EQ(rec.u.alloc.addr, 0x55560000);
+			CHECK_EQ(rec.u.alloc.size, 24);
+			CHECK_EQ(rec.u.alloc.stack, 7);
+			CHECK_EQ(rec.u.alloc.kind, MT_KIND_HOST);
+			break;
+		case MT_REC_SHORT_MALLOC_SAME: /* no stack field: the register's */
+			CHECK_EQ(rec.length, 1 + 2 + 2);
+			CHECK_EQ(rec.time, 5000190);
+			CHECK_EQ(rec.u.alloc.addr, 0x55560040);
+			CHECK_EQ(rec.u.alloc.size, 300);
+			CHECK_EQ(rec.u.alloc.stack, 7);
+			break;
+		case MT_REC_SHORT_FREE:
+			CHECK_EQ(rec.length, 2);
+			CHECK_EQ(rec.time, 5000200);
+			CHECK_EQ(rec.u.free.fn, MT_FN_FREE);
+			CHECK_EQ(rec.u.free.addr, 0x55560000);
+			CHECK_EQ(rec.u.free.kind, MT_KIND_HOST);
+			break;
 		}
 	}
 	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
@@ -376,9 +411,9 @@ static void test_header_errors(void)
 
 	tb_init(&b, CHUNK);
 	h = (struct mt_file_header *)b.buf;
-	h->version = 3;
+	h->version = 4;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
-	CHECK_STR(err.message, "trace format version 3 is newer than this memtrace reads (2)");
+	CHECK_STR(err.message, "trace format version 4 is newer than this memtrace reads (3)");
 	CHECK_EQ(err.offset, 8);
 	h->version = 1;
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), -EPROTONOSUPPORT);
@@ -876,6 +911,68 @@ static void test_reach_records(void)
  * include/memtrace/bytes.h, the one reading of a byte count that
  * MEMTRACE_SAMPLING, memtrace run --sampling and check's limits share.
  */
+/*
+ * The stack register of short records: a step from the last short malloc's
+ * stack (up and down), untouched by a long ALLOC, 0 again in each chunk; a
+ * given-up chunk's checksum covers them; one that runs past the end of its
+ * chunk (not a cut file) is an error that names it.
+ */
+static void test_short_records(void)
+{
+	static const struct {
+		uint32_t stack;
+		uint8_t written_as;
+	} want[] = {{40, MT_REC_SHORT_MALLOC}, {40, MT_REC_SHORT_MALLOC_SAME},
+	            {9, MT_REC_ALLOC},         {3, MT_REC_SHORT_MALLOC},
+	            {40, MT_REC_SHORT_MALLOC}, {40, MT_REC_SHORT_MALLOC}};
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_chunk_header *ch;
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+	size_t off[6], second;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	off[0] = tb_short_malloc(&b, 1001, 0x1000, 16, 40);
+	off[1] = tb_short_malloc(&b, 1002, 0x1020, 16, 40);
+	off[2] = tb_alloc(&b, 1003, MT_FN_CALLOC, 0x1040, 16, 9);
+	off[3] = tb_short_malloc(&b, 1004, 0x1060, 16, 3);
+	off[4] = tb_short_malloc(&b, 1005, 0x1080, 16, 40);
+	ch = (struct mt_chunk_header *)(b.buf + b.chunk);
+	ch->crc32c = mt_crc32c(b.buf + b.chunk + sizeof(*ch), b.pos - b.chunk - sizeof(*ch));
+	tb_chunk(&b, 1, 100, 100, 2000);
+	second = b.chunk;
+	off[5] = tb_short_malloc(&b, 2001, 0x2000, 16, 40);
+	CHECK_EQ(b.buf[off[5]], MT_REC_SHORT_MALLOC); /* the register starts at 0 again */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	for (unsigned i = 0; i < 6; i++) {
+		if (i == 0 || i == 5)
+			CHECK_EQ(mt_cursor_init(&c, &t, i == 0 ? 0 : 1, &err), 1);
+		CHECK(!c.chunk.damaged);
+		CHECK_EQ(b.buf[off[i]], want[i].written_as);
+		CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+		CHECK_EQ(rec.type, MT_REC_ALLOC);
+		CHECK_EQ(rec.offset, off[i]);
+		CHECK_EQ(rec.u.alloc.stack, want[i].stack);
+	}
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+
+	/* a size field that runs into the chunk's end: no zero byte stops it */
+	memset(b.buf + second + sizeof(*ch), 0xff, CHUNK - sizeof(*ch));
+	b.buf[second + sizeof(*ch)] = MT_REC_SHORT_MALLOC;
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), -EBADMSG);
+	CHECK_EQ(err.offset, second + sizeof(*ch));
+	CHECK_STR(err.message, "SHORT_MALLOC record: field 1 runs past the end of its chunk or is "
+	                       "not a valid varint");
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 static void test_parse_bytes(void)
 {
 	static const struct {
@@ -958,6 +1055,7 @@ int main(void)
 	test_corrupt_records();
 	test_python_frames();
 	test_reach_records();
+	test_short_records();
 	test_short_sample();
 	test_random_damage();
 	test_parse_bytes();

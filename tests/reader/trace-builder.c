@@ -61,6 +61,7 @@ void tb_chunk_magic(struct tb *b, uint32_t magic, uint32_t instance, uint32_t pi
 	b->pos = b->chunk + sizeof(ch);
 	b->time = base;
 	b->addr = 0;
+	b->stack = 0;
 }
 
 void tb_chunk(struct tb *b, uint32_t instance, uint32_t pid, uint32_t tid, uint64_t base)
@@ -189,6 +190,41 @@ size_t tb_free(struct tb *b, uint64_t t, uint64_t addr)
 	tb_u(b, MT_FN_FREE);
 	tb_addr(b, addr);
 	return tb_end(b, MT_REC_FREE);
+}
+
+/* A short record: the type byte and the payload built so far, no length. */
+static size_t short_end(struct tb *b, uint8_t type)
+{
+	size_t at = b->pos;
+
+	if (!b->chunk || b->pos + 1 + b->plen > b->chunk + b->chunk_size)
+		abort();
+	b->buf[b->pos] = type;
+	memcpy(b->buf + b->pos + 1, b->payload, b->plen);
+	b->pos += 1 + b->plen;
+	b->plen = 0;
+	return at;
+}
+
+size_t tb_short_malloc(struct tb *b, uint64_t t, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	uint64_t last = b->stack;
+
+	tb_dt(b, t);
+	tb_addr(b, addr);
+	tb_u(b, size);
+	b->stack = stack;
+	if (stack == last)
+		return short_end(b, MT_REC_SHORT_MALLOC_SAME);
+	tb_u(b, mt_zigzag((int64_t)(stack - last)));
+	return short_end(b, MT_REC_SHORT_MALLOC);
+}
+
+size_t tb_short_free(struct tb *b, uint64_t t, uint64_t addr)
+{
+	tb_dt(b, t);
+	tb_addr(b, addr);
+	return short_end(b, MT_REC_SHORT_FREE);
 }
 
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,

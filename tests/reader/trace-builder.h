@@ -21,7 +21,7 @@ struct tb {
 	uint32_t chunk_size; /* of every chunk: a multiple of MT_CHUNK_UNIT */
 	size_t chunk;        /* offset of the chunk being written, 0 if none */
 	size_t pos;          /* next record's offset */
-	uint64_t time, addr;
+	uint64_t time, addr, stack;
 	uint8_t payload[16384];
 	size_t plen;
 };
@@ -53,6 +53,10 @@ size_t tb_pycode(struct tb *b, uint64_t id, unsigned version, uint64_t first_lin
 size_t tb_alloc(struct tb *b, uint64_t t, unsigned fn, uint64_t addr, uint64_t size,
                 uint32_t stack);
 size_t tb_free(struct tb *b, uint64_t t, uint64_t addr);
+/* Short records, as the preload writes a malloc and a free: SHORT_MALLOC_SAME when the stack is
+ * the chunk's stack register, else SHORT_MALLOC with the step from it. */
+size_t tb_short_malloc(struct tb *b, uint64_t t, uint64_t addr, uint64_t size, uint32_t stack);
+size_t tb_short_free(struct tb *b, uint64_t t, uint64_t addr);
 size_t tb_realloc(struct tb *b, uint64_t t1, uint64_t t0, uint64_t old, uint64_t addr,
                   uint64_t size, uint32_t stack);
 size_t tb_fail(struct tb *b, uint64_t t, unsigned fn, uint64_t size, uint32_t stack, uint32_t err);

@@ -147,4 +147,60 @@ def test_off():
     check(scan is not None and scan["status"] == "off", f"off: {scan}")
 
 
-main({"classes": test_classes, "killed": test_killed, "off": test_off})
+def test_nothing_live():
+    """A process with no live block at its exit (true, a real program) is not
+    scanned: nothing to classify, and the 1.6 MiB of roots a traced true
+    has would cost it milliseconds at every start of a shell's commands."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    r = run([BIN, "run", "-o", trace, "--", shutil.which("true")])
+    check(r.returncode == 0, f"memtrace run true: {r.returncode} {r.stderr.decode()}")
+    proc = report_json(trace)
+    scan = proc["reachability_scan"]
+    check(scan is not None and scan["status"] == "done" and scan["blocks"] == 0
+          and scan["scanned_bytes"] == 0, f"reachability_scan {scan}")
+    host = proc["memories"]["host"]
+    check(host["leaked_bytes"] == 0 and host["leak_kinds"] == split(),
+          f"{host['leaked_bytes']} {host['leak_kinds']}")
+    shutil.rmtree(d)
+
+
+def test_tree_reads_its_own_chunks():
+    """In a process tree each exit's scan reads back its own process's chunks
+    (and a fork child its ancestors' too), not the whole tree's trace so far,
+    and still knows every live block. A real bash: a subshell (a fork child
+    that exits) and 12 exec'd true and seq."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    r = run([BIN, "run", "-o", trace, "--", shutil.which("bash"), "-c",
+             "( : ); for i in $(seq 12); do " + shutil.which("true") + "; done"])
+    check(r.returncode == 0, f"memtrace run bash: {r.returncode} {r.stderr.decode()}")
+    dump = run([BIN, "dump", trace])
+    check(dump.returncode == 0, f"memtrace dump: {dump.returncode}")
+    own = {}
+    for inst in re.findall(rb"^0x[0-9a-f]+ chunk \d+ size \d+ instance (\d+) ", dump.stdout, re.M):
+        own[int(inst)] = own.get(int(inst), 0) + 1
+    r = run([BIN, "report", "--json", trace])
+    procs = json.loads(r.stdout)["processes"]
+    scanned = [p for p in procs if p["reachability_scan"]]
+    check(len(scanned) == 15, f"{len(scanned)} scans: {[p['exe'] for p in scanned]}")
+    for p in scanned:
+        scan, host = p["reachability_scan"], p["memories"]["host"]
+        unclassified = host["leak_kinds"]["unclassified"]["blocks"]
+        check(scan["status"] == "done" and scan["blocks"] + unclassified == host["live_at_end_blocks"],
+              f"{p['exe']} ({p['origin']}): scan knew {scan['blocks']} + {unclassified} blocks, "
+              f"{host['live_at_end_blocks']} were live")
+        if p["origin"] != "fork":  # its chunks claimed after the scan (EXIT's) are not read
+            check(1 <= scan["trace_chunks_read"] <= own[p["instance"]],
+                  f"{p['exe']} ({p['origin']}) read {scan['trace_chunks_read']} chunks back, "
+                  f"it wrote {own[p['instance']]}, the tree {sum(own.values())}")
+        else:
+            parent = own[p["parent_instance"]]
+            check(1 < scan["trace_chunks_read"] <= own[p["instance"]] + parent,
+                  f"the subshell read {scan['trace_chunks_read']} chunks back: its own "
+                  f"{own[p['instance']]} and some of its parent's {parent}")
+    shutil.rmtree(d)
+
+
+main({"classes": test_classes, "killed": test_killed, "off": test_off,
+      "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks})
