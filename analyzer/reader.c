@@ -252,6 +252,49 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
  * walk by record lengths, and a short record's fields, to the first zero
  * type byte; a damaged length takes the walk elsewhere, and the sum differs).
  */
+/*
+ * Steps over a varint of [*p, end) as mt_get_varint reads it, valid or not
+ * alike, without putting its value together: false where it would fail.
+ */
+static inline bool skip_varint(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *q = *p;
+
+	for (unsigned i = 0; i < 10 && q + i < end; i++) {
+		if (i == 9 && q[i] > 1)
+			return false; /* past 64 bits */
+		if (!(q[i] & 0x80)) {
+			*p = q + i + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Steps over n varints of [*p, end) as skip_varint does one after the
+ * other: when they end within eight bytes that are there (nearly always), by
+ * finding the nth byte whose top bit is clear in one load.
+ */
+static inline bool skip_varints(const uint8_t **p, const uint8_t *end, unsigned n)
+{
+	if (end - *p >= 8) {
+		uint64_t w, ends;
+		memcpy(&w, *p, sizeof(w)); /* little-endian: the first byte is the lowest */
+		ends = ~w & 0x8080808080808080ull;
+		for (unsigned i = 1; i < n && ends; i++)
+			ends &= ends - 1;
+		if (ends) {
+			*p += (unsigned)__builtin_ctzll(ends) / 8 + 1;
+			return true;
+		}
+	}
+	for (; n > 0; n--)
+		if (!skip_varint(p, end))
+			return false;
+	return true;
+}
+
 static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 {
 	const uint8_t *start = chunk + sizeof(struct mt_chunk_header), *end = chunk + size;
@@ -261,9 +304,8 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t size, uint32_t crc)
 		const uint8_t *q = p + 1;
 		uint64_t len;
 		if (mt_record_is_short(*p)) {
-			for (unsigned i = mt_short_fields(*p); i > 0; i--)
-				if (mt_get_varint(&q, end, &len) < 0)
-					return false;
+			if (!skip_varints(&q, end, mt_short_fields(*p)))
+				return false;
 			p = q;
 			continue;
 		}
@@ -1231,10 +1273,15 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 		uint64_t dt;
 		int r;
 
+		/* a short record: its time, the rest stepped over (a skim keeps no other register)
+		 */
 		if (!c->done && p < c->end && mt_record_is_short(*p)) {
-			struct mt_event ev;
-			if (next_fast(c, &ev)) {
-				skimmed(s, c->time, ev.offset);
+			const uint8_t *q = p + 1;
+			if (field(&q, c->end, c->end, false, &dt) &&
+			    skip_varints(&q, c->end, mt_short_fields(*p) - 1)) {
+				c->time += (uint64_t)mt_unzigzag(dt);
+				skimmed(s, c->time, (uint64_t)(p - base));
+				c->pos = q;
 				continue;
 			}
 		}
