@@ -157,7 +157,8 @@ static int advance(struct mt_feed *f, uint32_t i)
 		int part = 0;
 		if (ret < 0)
 			return ret;
-		if (ret > 0 && s->resume && (part = held(s, s->head.ev.offset)) == 1)
+		if (ret > 0 && s->resume &&
+		    (part = held(s, ret == 2 ? s->head.ev.offset : f->scratch->offset)) == 1)
 			continue;
 		if (ret == 2) {
 			s->head.stream = i;
