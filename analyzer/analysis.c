@@ -26,6 +26,9 @@
 #include "frames.h"
 #include "map.h"
 
+/* What every event runs, written into its callers: a call's cost is much of its own. */
+#define HOT static inline __attribute__((always_inline))
+
 /* munmap works in pages: the replay rounds lengths the same way. */
 #define PAGE_ROUND     4096u
 #define PROGRESS_EVERY (1u << 20)
@@ -59,9 +62,11 @@ struct mt_analysis_run {
 	const struct mt_instance *in; /* the instance whose records arrive */
 	struct mt_process_result *res;
 	/* threads of the instance, found by the chunk pointer its stream keeps */
-	struct mt_map thread_index; /* chunk pointer -> index */
-	const struct mt_chunk *last_chunk;
-	uint32_t last_thread;
+	/* the instance's threads (the replay's index, rec->thread) -> index + 1 into threads, in
+	 * the order they first allocated */
+	uint32_t *by_stream;
+	uint32_t nby_stream;
+	struct mt_record *scratch; /* an event as a record, for the leak classes after the scan */
 	struct thread_state *threads;
 	uint32_t nthreads, threads_cap;
 	struct mt_map candidates[MT_KIND_COUNT];         /* addr -> struct candidate */
@@ -179,13 +184,14 @@ uint64_t mt_analysis_since_start(const struct mt_analysis *a, const struct mt_in
 static void run_reset(struct mt_analysis_run *run)
 {
 	mt_reach_free(&run->reach);
-	mt_map_free(&run->thread_index);
+	free(run->by_stream);
+	run->by_stream = NULL;
+	run->nby_stream = 0;
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_free(&run->candidates[k]);
 		mt_by_stack_free(&run->temp_by_stack[k]);
 	}
 	run->nthreads = 0;
-	run->last_chunk = NULL;
 }
 
 static int begin_instance(struct mt_analysis_run *run, const struct mt_instance *in)
@@ -217,38 +223,43 @@ static int fill_maps(struct mt_analysis_run *run)
 	return 0;
 }
 
-static int thread_of(struct mt_analysis_run *run, const struct mt_chunk *chunk, uint32_t *out)
+/* A thread's first event: its state, made in the order threads first allocate. */
+static int thread_new(struct mt_analysis_run *run, uint32_t stream, uint32_t *out)
 {
-	uint32_t *idx;
-	bool created;
-
-	if (chunk == run->last_chunk) {
-		*out = run->last_thread;
-		return 0;
+	if (stream >= run->nby_stream) {
+		uint32_t n = stream + 1 > run->nby_stream * 2 ? stream + 1 : run->nby_stream * 2;
+		uint32_t *p = realloc(run->by_stream, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + run->nby_stream, 0, (n - run->nby_stream) * sizeof(*p));
+		run->by_stream = p;
+		run->nby_stream = n;
 	}
-	idx = mt_map_put(&run->thread_index, (uint64_t)(uintptr_t)chunk, &created);
-	if (!idx)
-		return -ENOMEM;
-	if (created) {
+	if (!run->by_stream[stream]) {
 		if (run->nthreads == run->threads_cap) {
 			uint32_t cap = run->threads_cap ? run->threads_cap * 2 : 8;
 			void *p = realloc(run->threads, cap * sizeof(*run->threads));
-			if (!p) {
-				mt_map_del(&run->thread_index, (uint64_t)(uintptr_t)chunk);
+			if (!p)
 				return -ENOMEM;
-			}
 			run->threads = p;
 			run->threads_cap = cap;
 		}
 		memset(&run->threads[run->nthreads], 0, sizeof(struct thread_state));
-		*idx = run->nthreads++;
+		run->by_stream[stream] = ++run->nthreads;
 		if (run->nthreads == SCAN_THREADS + 1 && fill_maps(run) < 0)
 			return -ENOMEM;
 	}
-	run->last_chunk = chunk;
-	run->last_thread = *idx;
-	*out = *idx;
+	*out = run->by_stream[stream] - 1;
 	return 0;
+}
+
+HOT int thread_of(struct mt_analysis_run *run, uint32_t stream, uint32_t *out)
+{
+	if (stream < run->nby_stream && run->by_stream[stream]) {
+		*out = run->by_stream[stream] - 1;
+		return 0;
+	}
+	return thread_new(run, stream, out);
 }
 
 static unsigned bucket_of(uint64_t size)
@@ -262,8 +273,8 @@ static bool use_maps(const struct mt_analysis_run *run)
 }
 
 /* An allocation of thread t: its previous candidate of the kind is no longer one. */
-static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
-                      uint64_t size, uint64_t stack)
+HOT int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
+                   uint64_t size, uint64_t stack)
 {
 	struct thread_state *th = &run->threads[t];
 	struct mt_kind_result *kr = &run->res->kind[k];
@@ -294,7 +305,7 @@ static int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, u
 }
 
 /* The thread whose candidate of kind k is addr, or -1. */
-static int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
+HOT int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
 {
 	const struct candidate *c;
 
@@ -309,7 +320,7 @@ static int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t ad
 }
 
 /* A free of addr: a temporary allocation if it is some thread's candidate. */
-static int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
+HOT int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, uint64_t len)
 {
 	struct thread_state *th;
 	uint64_t *count;
@@ -410,6 +421,56 @@ static void tick_progress(struct mt_analysis_run *run)
 		run->hooks.progress(run->hooks.progress_ctx, run->events_done, run->a->events);
 }
 
+HOT int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
+                    enum mt_kind kind, uint64_t fn, uint64_t addr, uint64_t size, uint64_t stack)
+{
+	uint32_t t;
+	int r;
+
+	if ((r = thread_of(run, thread, &t)) < 0)
+		return r;
+	if (kind == MT_KIND_HOST && addr) {
+		mt_diagnosis_note_alloc(&run->res->diag, size);
+		mt_diagnosis_note_arena(&run->res->diag, in, addr, size);
+	}
+	return note_alloc(run, t, kind, mt_block_key(fn, addr), size, stack);
+}
+
+HOT int event_free(struct mt_analysis_run *run, const struct mt_instance *in, enum mt_kind kind,
+                   uint64_t fn, uint64_t addr, uint64_t time)
+{
+	int r;
+
+	if (!addr)
+		return 0;
+	if (fn < MT_FN_CUDA_MALLOC && in->last_free_size)
+		mt_diagnosis_note_free(&run->res->diag, in, in->last_free_size, time);
+	if (fn < MT_FN_CUDA_MALLOC)
+		return note_free(run, kind, addr, 0);
+	/* a CUDA free does not say which device the block was on */
+	for (int k = MT_KIND_CUDA_HOST; k < MT_KIND_COUNT; k++)
+		if ((r = note_free(run, (enum mt_kind)k, mt_block_key(fn, addr), 0)) < 0)
+			return r;
+	return 0;
+}
+
+HOT int event_realloc(struct mt_analysis_run *run, const struct mt_instance *in, uint32_t thread,
+                      uint64_t old, uint64_t addr, uint64_t size, uint64_t stack)
+{
+	uint32_t t;
+	int r;
+
+	if (old && (r = note_free(run, MT_KIND_HOST, old, 0)) < 0)
+		return r;
+	if (!addr)
+		return 0; /* realloc(p, 0) freed p and allocated nothing */
+	if ((r = thread_of(run, thread, &t)) < 0)
+		return r;
+	mt_diagnosis_note_alloc(&run->res->diag, size);
+	mt_diagnosis_note_arena(&run->res->diag, in, addr, size);
+	return note_alloc(run, t, MT_KIND_HOST, addr, size, stack);
+}
+
 static int analyze_record(struct mt_analysis_run *run, const struct mt_instance *in,
                           const struct mt_record *rec)
 {
@@ -427,44 +488,17 @@ static int analyze_record(struct mt_analysis_run *run, const struct mt_instance 
 	tick_progress(run);
 	switch (rec->type) {
 	case MT_REC_ALLOC:
-		if ((r = thread_of(run, rec->chunk, &t)) < 0)
-			return r;
-		if (rec->u.alloc.kind == MT_KIND_HOST && rec->u.alloc.addr) {
-			mt_diagnosis_note_alloc(&run->res->diag, rec->u.alloc.size);
-			mt_diagnosis_note_arena(&run->res->diag, in, rec->u.alloc.addr,
-			                        rec->u.alloc.size);
-		}
-		return note_alloc(run, t, (enum mt_kind)rec->u.alloc.kind,
-		                  mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
-		                  rec->u.alloc.size, rec->u.alloc.stack);
+		return event_alloc(run, in, rec->thread, (enum mt_kind)rec->u.alloc.kind,
+		                   rec->u.alloc.fn, rec->u.alloc.addr, rec->u.alloc.size,
+		                   rec->u.alloc.stack);
 	case MT_REC_FREE:
-		if (!rec->u.free.addr)
-			return 0;
-		if (rec->u.free.fn < MT_FN_CUDA_MALLOC && in->last_free_size)
-			mt_diagnosis_note_free(&run->res->diag, in, in->last_free_size, rec->time);
-		if (rec->u.free.fn < MT_FN_CUDA_MALLOC)
-			return note_free(run, (enum mt_kind)rec->u.free.kind, rec->u.free.addr, 0);
-		/* a CUDA free does not say which device the block was on */
-		for (int k = MT_KIND_CUDA_HOST; k < MT_KIND_COUNT; k++)
-			if ((r = note_free(run, (enum mt_kind)k,
-			                   mt_block_key(rec->u.free.fn, rec->u.free.addr), 0)) < 0)
-				return r;
-		return 0;
+		return event_free(run, in, (enum mt_kind)rec->u.free.kind, rec->u.free.fn,
+		                  rec->u.free.addr, rec->time);
 	case MT_REC_REALLOC:
-		if (rec->u.realloc.old &&
-		    (r = note_free(run, MT_KIND_HOST, rec->u.realloc.old, 0)) < 0)
-			return r;
-		if (!rec->u.realloc.addr)
-			return 0; /* realloc(p, 0) freed p and allocated nothing */
-		if ((r = thread_of(run, rec->chunk, &t)) < 0)
-			return r;
-		mt_diagnosis_note_alloc(&run->res->diag, rec->u.realloc.size);
-		mt_diagnosis_note_arena(&run->res->diag, in, rec->u.realloc.addr,
-		                        rec->u.realloc.size);
-		return note_alloc(run, t, MT_KIND_HOST, rec->u.realloc.addr, rec->u.realloc.size,
-		                  rec->u.realloc.stack);
+		return event_realloc(run, in, rec->thread, rec->u.realloc.old, rec->u.realloc.addr,
+		                     rec->u.realloc.size, rec->u.realloc.stack);
 	case MT_REC_MMAP:
-		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+		if ((r = thread_of(run, rec->thread, &t)) < 0)
 			return r;
 		return note_alloc(run, t, MT_KIND_MMAP, rec->u.mmap.addr,
 		                  (rec->u.mmap.len + PAGE_ROUND - 1) & ~(uint64_t)(PAGE_ROUND - 1),
@@ -475,7 +509,7 @@ static int analyze_record(struct mt_analysis_run *run, const struct mt_instance 
 		                         ~(uint64_t)(PAGE_ROUND - 1));
 	case MT_REC_MREMAP:
 		/* a mapping resized is neither freed nor new: no longer a candidate */
-		if ((r = thread_of(run, rec->chunk, &t)) < 0)
+		if ((r = thread_of(run, rec->thread, &t)) < 0)
 			return r;
 		if (run->threads[t].pending[MT_KIND_MMAP] && use_maps(run))
 			mt_map_del(&run->candidates[MT_KIND_MMAP],
@@ -497,6 +531,36 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	if (r == 0 && run->hooks.record)
 		r = run->hooks.record(run->hooks.record_ctx, run->a, in, rec);
 	return r;
+}
+
+/* analyze_record for an event the replay hands over as it is: the same, without a record. */
+static int on_event(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
+                    uint32_t thread)
+{
+	struct mt_analysis_run *run = ctx;
+	int r;
+
+	if (in != run->in && (r = begin_instance(run, in)) < 0)
+		return r;
+	if (run->reach.scan.seen) {
+		/* allocated after the exit's scan: unclassified (rare: the scan is at the end) */
+		if (!run->scratch && !(run->scratch = calloc(1, sizeof(*run->scratch))))
+			return -ENOMEM;
+		mt_event_record(ev, run->scratch);
+		run->scratch->thread = thread;
+		if ((r = mt_reach_note(&run->reach, run->scratch)) < 0)
+			return r;
+	}
+	tick_progress(run);
+	switch (ev->type) {
+	case MT_REC_ALLOC:
+		return event_alloc(run, in, thread, (enum mt_kind)ev->kind, ev->fn, ev->addr,
+		                   ev->size, ev->stack);
+	case MT_REC_FREE:
+		return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
+	default: /* MT_REC_REALLOC */
+		return event_realloc(run, in, thread, ev->old, ev->addr, ev->size, ev->stack);
+	}
 }
 
 static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
@@ -616,6 +680,8 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	        .instance_done = on_instance_done,
 	        /* a call per record costs the other commands time: only when asked for */
 	        .before = hooks && hooks->before ? on_before : NULL,
+	        /* events without a record, unless a command looks at every record */
+	        .event = hooks && hooks->record ? NULL : on_event,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
 	struct mt_analysis_run run = {0};
@@ -645,7 +711,6 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	if (hooks)
 		run.hooks = *hooks;
 	run.next_progress = PROGRESS_EVERY;
-	mt_map_init(&run.thread_index, sizeof(uint32_t));
 	mt_reach_init(&run.reach);
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
 		mt_map_init(&run.candidates[k], sizeof(struct candidate));
@@ -656,6 +721,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	a->run = NULL;
 	run_reset(&run);
 	free(run.threads);
+	free(run.scratch);
 	if (r < 0)
 		goto fail;
 	if (r > 0) {

@@ -103,67 +103,30 @@ void mt_feed_fault(void *addr)
 
 /* ---- the producer ---- */
 
-/* A unit can hold the record's fields whole. */
-static bool fits(const struct mt_record *rec)
-{
-	switch (rec->type) {
-	case MT_REC_ALLOC:
-		return rec->u.alloc.fn <= UINT8_MAX && rec->u.alloc.stack <= UINT32_MAX;
-	case MT_REC_FREE:
-		return rec->u.free.fn <= UINT8_MAX;
-	case MT_REC_REALLOC:
-		return rec->u.realloc.fn <= UINT8_MAX && rec->u.realloc.stack <= UINT32_MAX;
-	default:
-		return false;
-	}
-}
+/* The registers of a chunk before a record: what reading it again starts from. */
+struct registers {
+	uint64_t time, addr, stack;
+};
 
-/* rec, read from registers (time, addr), as a unit of stream i. */
-static void to_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint64_t addr,
-                    struct mt_unit *u)
+/* A record that is no event (or one that does not fit an event), as a unit of stream i. */
+static void whole_unit(const struct mt_record *rec, uint32_t i, const struct registers *before,
+                       struct mt_unit *u)
 {
 	memset(u, 0, sizeof(*u));
-	u->type = (uint8_t)rec->type;
+	u->ev.type = (uint8_t)rec->type;
+	u->ev.offset = rec->offset;
+	u->ev.time = u->ev.t0 = rec->time;
+	u->ev.addr = before->time;
+	u->ev.old = before->addr;
+	u->ev.size = before->stack;
 	u->stream = i;
-	u->offset = rec->offset;
-	u->time = u->t0 = rec->time;
-	if (rec->length > UINT8_MAX || !fits(rec)) {
-		u->flags = MT_UNIT_WHOLE;
-		u->addr = time;
-		u->old = addr;
-		if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
-			u->t0 = rec->u.mremap.t0;
-			u->flags |= MT_UNIT_FIRST_HALF;
-		} else if (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) {
-			u->t0 = rec->u.realloc.t0;
-			u->flags |= MT_UNIT_FIRST_HALF;
-		}
-		return;
-	}
-	u->length = (uint8_t)rec->length;
-	switch (rec->type) {
-	case MT_REC_ALLOC:
-		u->fn = (uint8_t)rec->u.alloc.fn;
-		u->addr = rec->u.alloc.addr;
-		u->size = rec->u.alloc.size;
-		u->stack = (uint32_t)rec->u.alloc.stack;
-		u->kind = (uint8_t)rec->u.alloc.kind;
-		break;
-	case MT_REC_FREE:
-		u->fn = (uint8_t)rec->u.free.fn;
-		u->addr = rec->u.free.addr;
-		u->kind = (uint8_t)rec->u.free.kind;
-		break;
-	default: /* MT_REC_REALLOC */
-		u->fn = (uint8_t)rec->u.realloc.fn;
-		u->t0 = rec->u.realloc.t0;
-		u->old = rec->u.realloc.old;
-		u->addr = rec->u.realloc.addr;
-		u->size = rec->u.realloc.size;
-		u->stack = (uint32_t)rec->u.realloc.stack;
-		if (u->old != 0)
-			u->flags = MT_UNIT_FIRST_HALF;
-		break;
+	u->flags = MT_UNIT_WHOLE;
+	if (rec->type == MT_REC_MREMAP && rec->u.mremap.old_len != 0) {
+		u->ev.t0 = rec->u.mremap.t0;
+		u->flags |= MT_UNIT_FIRST_HALF;
+	} else if (rec->type == MT_REC_REALLOC && rec->u.realloc.old != 0) {
+		u->ev.t0 = rec->u.realloc.t0;
+		u->flags |= MT_UNIT_FIRST_HALF;
 	}
 }
 
@@ -172,10 +135,10 @@ static void to_unit(const struct mt_record *rec, uint32_t i, uint64_t time, uint
  * 1 whole, 0 not at all, -1 its first half (the old block of a realloc or
  * mremap). The first record it does not hold ends the stream's resume.
  */
-static int held(struct stream *s, const struct mt_record *rec)
+static int held(struct stream *s, uint64_t offset)
 {
 	const struct mt_key_thread *k = s->resume;
-	uint64_t off = rec->offset - s->cur.chunk.offset;
+	uint64_t off = offset - s->cur.chunk.offset;
 
 	if (s->cur.chunk.seq < k->seq || (s->cur.chunk.seq == k->seq && off < k->offset))
 		return 1;
@@ -189,16 +152,25 @@ static int advance(struct mt_feed *f, uint32_t i)
 	struct stream *s = &f->streams[i];
 
 	for (;;) {
-		uint64_t time = s->cur.time, addr = s->cur.addr;
-		int ret = mt_cursor_next(&s->cur, f->scratch, &f->perr_at), part = 0;
+		struct registers before = {s->cur.time, s->cur.addr, s->cur.stack};
+		int ret = mt_cursor_next_event(&s->cur, &s->head.ev, f->scratch, &f->perr_at);
+		int part = 0;
 		if (ret < 0)
 			return ret;
-		if (ret > 0 && s->resume && (part = held(s, f->scratch)) == 1)
+		if (ret > 0 && s->resume &&
+		    (part = held(s, ret == 2 ? s->head.ev.offset : f->scratch->offset)) == 1)
 			continue;
+		if (ret == 2) {
+			s->head.stream = i;
+			s->head.flags = s->head.ev.type == MT_REC_REALLOC && s->head.ev.old != 0
+			                        ? MT_UNIT_FIRST_HALF
+			                        : 0;
+		} else if (ret > 0) {
+			whole_unit(f->scratch, i, &before, &s->head);
+		}
 		if (ret > 0) {
-			to_unit(f->scratch, i, time, addr, &s->head);
-			if (part <
-			    0) /* the keyframe gave the old block back: the record at t1 is due */
+			/* the keyframe gave the old block back: the record at t1 is due */
+			if (part < 0)
 				s->head.flags &= (uint8_t)~MT_UNIT_FIRST_HALF;
 			return 1;
 		}
@@ -223,8 +195,8 @@ static bool due_before(const struct stream *a, const struct stream *b)
 
 	if (ka != kb)
 		return ka < kb;
-	if (a->head.offset != b->head.offset)
-		return a->head.offset < b->head.offset;
+	if (a->head.ev.offset != b->head.ev.offset)
+		return a->head.ev.offset < b->head.ev.offset;
 	/* a record's own halves: the first one first */
 	return (a->head.flags & MT_UNIT_FIRST_HALF) > (b->head.flags & MT_UNIT_FIRST_HALF);
 }
@@ -445,38 +417,12 @@ static bool top_up(struct mt_feed *f)
 	}
 }
 
-/* The record of a unit that holds its fields, as mt_cursor_next gave it to the producer. */
+/* The record of a unit that holds its fields, as mt_cursor_next would give it. */
 static inline void fill(struct mt_feed *f, const struct mt_unit *u)
 {
-	struct mt_record *rec = f->rec;
-
-	rec->type = u->type;
-	rec->offset = u->offset;
-	rec->length = u->length;
-	rec->time = u->time;
-	rec->chunk = &f->chunks[u->stream];
-	switch (u->type) {
-	case MT_REC_ALLOC:
-		rec->u.alloc.fn = u->fn;
-		rec->u.alloc.addr = u->addr;
-		rec->u.alloc.size = u->size;
-		rec->u.alloc.stack = u->stack;
-		rec->u.alloc.kind = u->kind;
-		break;
-	case MT_REC_FREE:
-		rec->u.free.fn = u->fn;
-		rec->u.free.addr = u->addr;
-		rec->u.free.kind = u->kind;
-		break;
-	default: /* MT_REC_REALLOC */
-		rec->u.realloc.t0 = u->t0;
-		rec->u.realloc.fn = u->fn;
-		rec->u.realloc.old = u->old;
-		rec->u.realloc.addr = u->addr;
-		rec->u.realloc.size = u->size;
-		rec->u.realloc.stack = u->stack;
-		break;
-	}
+	mt_event_record(&u->ev, f->rec);
+	f->rec->chunk = &f->chunks[u->stream];
+	f->rec->thread = u->stream;
 }
 
 /* A unit's record, as mt_cursor_next would give it. */
@@ -491,35 +437,35 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 		memset(&c, 0, sizeof(c));
 		c.trace = f->trace;
 		c.chunk = *ch;
-		c.pos = f->trace->data + u->offset;
+		c.pos = f->trace->data + u->ev.offset;
 		c.end = f->trace->data + ch->offset + ch->avail;
-		c.time = u->addr;
-		c.addr = u->old;
+		c.time = u->ev.addr;
+		c.addr = u->ev.old;
+		c.stack = u->ev.size;
 		ret = mt_cursor_next(&c, rec, err);
 		if (ret <= 0) {
 			/* the producer read it: the bytes changed under us */
 			if (err && ret == 0) {
-				err->offset = u->offset;
+				err->offset = u->ev.offset;
 				snprintf(err->message, sizeof(err->message),
 				         "the record changed while it was read");
 			}
 			return ret < 0 ? ret : -EIO;
 		}
 		rec->chunk = ch;
+		rec->thread = u->stream;
 		return 1;
 	}
 	fill(f, u);
 	return 1;
 }
 
-/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is not
- * an event that holds its fields. */
-static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                     struct mt_error *err)
+/* mt_feed_next when the ring runs short, the index is due to be published, or the unit is the
+ * feed's own. */
+static int next_slow(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
 {
 	for (;;) {
 		const struct mt_unit *u;
-		int ret;
 
 		if (f->tail_seen - f->head <= AHEAD && !f->fin_seen && !top_up(f))
 			return 0;
@@ -549,32 +495,34 @@ static int next_slow(struct mt_feed *f, const struct mt_unit **unit, const struc
 				*err = f->perr_at;
 			return f->perr;
 		}
-		ret = record_of(f, u, err);
-		if (ret < 0)
-			return ret;
 		*unit = u;
-		*rec = f->rec;
 		return 1;
 	}
 }
 
-int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                 struct mt_error *err)
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
 {
 	const struct mt_unit *u = &f->ring[f->head & (RING - 1)];
 
-	/* most units: made well ahead, an event with its fields, no index to publish */
+	/* most units: made well ahead, a record's, no index to publish */
 	if (__builtin_expect(f->tail_seen - f->head > AHEAD &&
 	                             ((f->head + 1) & (PUBLISH - 1)) != 0 &&
-	                             !(u->flags & ~MT_UNIT_FIRST_HALF),
+	                             !(u->flags & (MT_UNIT_CHUNK | MT_UNIT_ERROR)),
 	                     1)) {
 		f->head++;
-		fill(f, u);
 		*unit = u;
-		*rec = f->rec;
 		return 1;
 	}
-	return next_slow(f, unit, rec, err);
+	return next_slow(f, unit, err);
+}
+
+int mt_feed_record(struct mt_feed *f, const struct mt_unit *u, const struct mt_record **rec,
+                   struct mt_error *err)
+{
+	int ret = record_of(f, u, err);
+
+	*rec = f->rec;
+	return ret;
 }
 
 const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)

@@ -9,10 +9,11 @@
  * made; otherwise the replay runs the producer itself whenever the ring
  * runs short. Either way the units are the same, and so is every error.
  *
- * A unit of an ALLOC, FREE or REALLOC holds the record's fields: 64 bytes,
- * where a struct mt_record takes kilobytes. Any other record, and an event
- * whose fields do not fit a unit (a corrupt trace's), is decoded again on
- * the replay's side, from the registers its chunk had before it.
+ * A unit of an ALLOC, FREE or REALLOC holds the record's fields (struct
+ * mt_event): 64 bytes, where a struct mt_record takes kilobytes. Any other
+ * record, and an event whose fields do not fit one (a corrupt trace's), is
+ * decoded again on the replay's side, from the registers its chunk had
+ * before it.
  *
  * The replay may look at units ahead of the one it applies (mt_feed_peek):
  * the addresses they name can be fetched into the cache before they are
@@ -29,32 +30,28 @@
 
 #include "reader.h"
 
-/* One record, or one half of a realloc or mremap, in replay order. */
+/*
+ * One record, or one half of a realloc or mremap, in replay order: an
+ * event's fields, or (MT_UNIT_WHOLE) only those that order it, with the
+ * chunk's registers before it in ev.addr (time), ev.old (address) and
+ * ev.size (stack).
+ */
 struct mt_unit {
-	uint64_t t0;     /* REALLOC, MREMAP: when the call began; otherwise time */
-	uint64_t time;   /* the record's time (t1) */
-	uint64_t offset; /* of the record's type byte in the file */
-	uint64_t addr;   /* the block: ALLOC's, FREE's, REALLOC's new one */
-	uint64_t old;    /* REALLOC's old block */
-	uint64_t size;
-	uint32_t stack;
+	struct mt_event ev;
 	uint32_t stream; /* its thread: an index into the streams given to mt_feed_start */
-	uint8_t type;    /* enum mt_record_type */
 	uint8_t flags;   /* MT_UNIT_* */
-	uint8_t fn;
-	uint8_t kind;
-	uint8_t length; /* payload bytes */
 };
 
 /* The t0 half of a realloc or mremap: its old block is given back; the record follows at t1. */
 #define MT_UNIT_FIRST_HALF 1u
-/* Only the record (mt_feed_next decodes it again) holds the fields: addr and old do not. */
+/* Only the record (mt_feed_next decodes it again) holds the fields: ev.type, time, t0 and
+ * offset order it. */
 #define MT_UNIT_WHOLE 2u
 
 /* A unit's merge key: the moment it takes effect. */
 static inline uint64_t mt_unit_key(const struct mt_unit *u)
 {
-	return u->flags & MT_UNIT_FIRST_HALF ? u->t0 : u->time;
+	return u->flags & MT_UNIT_FIRST_HALF ? u->ev.t0 : u->ev.time;
 }
 
 struct mt_key_thread;
@@ -80,12 +77,17 @@ struct mt_feed;
 int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
                   const struct mt_feed_stream *streams, uint32_t nstreams, bool thread);
 /*
- * The next unit and its record (the realloc's or mremap's whole record for
- * either half), valid until the next call: 1, 0 after the last, < 0 for a
+ * The next unit, valid until the next call: 1, 0 after the last, < 0 for a
  * record that cannot be read (err says where), as mt_cursor_next says it.
  */
-int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, const struct mt_record **rec,
-                 struct mt_error *err);
+int mt_feed_next(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err);
+/*
+ * A unit's record (the realloc's or mremap's whole record for either half),
+ * as mt_cursor_next gives it, with rec->thread its stream: valid until the
+ * next call; < 0 if it cannot be read again.
+ */
+int mt_feed_record(struct mt_feed *f, const struct mt_unit *u, const struct mt_record **rec,
+                   struct mt_error *err);
 /* The unit `ahead` places after the one mt_feed_next gave last, if it is made yet; else NULL. */
 const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead);
 /* Stops the producer wherever it is and frees the feed. */

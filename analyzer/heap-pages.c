@@ -92,6 +92,16 @@ void mt_heap_pages_remove(struct mt_heap_pages *p, uint64_t addr, uint64_t size)
 		p->interior -= last - first - 1;
 }
 
+void mt_heap_pages_prefetch(const struct mt_heap_pages *p, uint64_t addr, uint64_t size)
+{
+	uint64_t first, last;
+
+	span(addr, size, &first, &last);
+	mt_map_prefetch(&p->edges, first);
+	if (size && last != first)
+		mt_map_prefetch(&p->edges, last);
+}
+
 uint64_t mt_heap_pages_bytes(const struct mt_heap_pages *p)
 {
 	return (p->interior + p->edges.count) << PAGE_SHIFT;

@@ -27,6 +27,9 @@ int mt_heap_pages_copy(struct mt_heap_pages *dst, const struct mt_heap_pages *sr
 /* A live block at addr of size bytes (as malloc returned them); its removal. */
 int mt_heap_pages_add(struct mt_heap_pages *p, uint64_t addr, uint64_t size);
 void mt_heap_pages_remove(struct mt_heap_pages *p, uint64_t addr, uint64_t size);
+/* Starts fetching into the cache the counts an add or remove of a block at addr will touch
+ * soon: its first page's, and its last page's when its size is given (not 0). */
+void mt_heap_pages_prefetch(const struct mt_heap_pages *p, uint64_t addr, uint64_t size);
 /* Bytes of the pages live blocks touch. */
 uint64_t mt_heap_pages_bytes(const struct mt_heap_pages *p);
 

@@ -264,6 +264,49 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
  * walk by record lengths, and a short record's fields, to the first zero
  * type byte; a damaged length takes the walk elsewhere, and the sum differs).
  */
+/*
+ * Steps over a varint of [*p, end) as mt_get_varint reads it, valid or not
+ * alike, without putting its value together: false where it would fail.
+ */
+static inline bool skip_varint(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *q = *p;
+
+	for (unsigned i = 0; i < 10 && q + i < end; i++) {
+		if (i == 9 && q[i] > 1)
+			return false; /* past 64 bits */
+		if (!(q[i] & 0x80)) {
+			*p = q + i + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Steps over n varints of [*p, end) as skip_varint does one after the
+ * other: when they end within eight bytes that are there (nearly always), by
+ * finding the nth byte whose top bit is clear in one load.
+ */
+static inline bool skip_varints(const uint8_t **p, const uint8_t *end, unsigned n)
+{
+	if (end - *p >= 8) {
+		uint64_t w, ends;
+		memcpy(&w, *p, sizeof(w)); /* little-endian: the first byte is the lowest */
+		ends = ~w & 0x8080808080808080ull;
+		for (unsigned i = 1; i < n && ends; i++)
+			ends &= ends - 1;
+		if (ends) {
+			*p += (unsigned)__builtin_ctzll(ends) / 8 + 1;
+			return true;
+		}
+	}
+	for (; n > 0; n--)
+		if (!skip_varint(p, end))
+			return false;
+	return true;
+}
+
 static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc)
 {
 	const uint8_t *start = chunk + hdr, *end = chunk + size;
@@ -273,9 +316,8 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_
 		const uint8_t *q = p + 1;
 		uint64_t len;
 		if (mt_record_is_short(*p)) {
-			for (unsigned i = mt_short_fields(*p); i > 0; i--)
-				if (mt_get_varint(&q, end, &len) < 0)
-					return false;
+			if (!skip_varints(&q, end, mt_short_fields(*p)))
+				return false;
 			p = q;
 			continue;
 		}
@@ -1075,15 +1117,19 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 /*
  * A varint of the payload [*p, end): false when it runs past end or past
  * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
- * four bytes, nearly every field, is then taken without a loop.
+ * four bytes, nearly every field, is then taken without a loop. `roomy`
+ * says lim is far enough for every field of the record: then a field of up
+ * to four bytes is not checked against end, and the caller checks once
+ * that the last one ended inside the payload.
  */
-static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *lim, uint64_t *v)
+static inline __attribute__((always_inline)) bool field(const uint8_t **p, const uint8_t *end,
+                                                        const uint8_t *lim, bool roomy, uint64_t *v)
 {
 	const uint8_t *q = *p;
 	uint64_t x;
 	unsigned n;
 
-	if (lim - q >= 4) {
+	if (roomy || lim - q >= 4) {
 		x = q[0];
 		if (x < 0x80) {
 			n = 1;
@@ -1105,81 +1151,193 @@ static inline bool field(const uint8_t **p, const uint8_t *end, const uint8_t *l
 			goto done;
 		}
 	}
-	return mt_get_varint(p, end, v) == 0;
+	return q <= end && mt_get_varint(p, end, v) == 0;
 done:
-	if (n > (size_t)(end - q))
+	if (!roomy && n > (size_t)(end - q))
 		return false; /* it runs past the payload */
 	*v = x;
 	*p = q + n;
 	return true;
 }
 
-/* The optional kind field of an ALLOC or FREE, else its function's kind. */
-static inline bool kind_field(const uint8_t **p, const uint8_t *end, const uint8_t *lim,
-                              uint64_t fn, uint64_t *kind)
+/* Bytes past a record's payload start that every field of an event may read, up to four each. */
+#define ROOMY 64
+
+/* The optional kind field of an ALLOC or FREE, else its function's kind (event_fields checks
+ * it). */
+static inline __attribute__((always_inline)) bool kind_field(const uint8_t **p, const uint8_t *end,
+                                                             const uint8_t *lim, bool roomy,
+                                                             uint64_t fn, uint64_t *kind)
 {
 	*kind = mt_fn_kind((unsigned)fn);
-	if (*p < end && !field(p, end, lim, kind))
-		return false;
-	return *kind < MT_KIND_COUNT;
+	return *p >= end || field(p, end, lim, roomy, kind);
 }
 
 /*
- * The events that make up nearly every trace, decoded straight: the same
- * fields as decode() in the same order, without its bookkeeping for error
- * messages. false, with nothing of c changed, for anything it does not
- * read whole and valid: decode() then reads the record, and says why.
+ * An ALLOC, FREE or REALLOC decoded straight into *ev: the same fields as
+ * decode() in the same order, without its bookkeeping for error messages.
+ * false, with nothing of c changed, for anything it does not read whole
+ * and valid, or that does not fit an event (a function or a kind past 255,
+ * a stack id past 2^32): decode() then reads the record, and says what is
+ * wrong. In a skim only the time is read.
  */
-static bool fast_event(struct mt_cursor *c, struct mt_record *rec, const uint8_t *p,
-                       const uint8_t *end)
+static inline __attribute__((always_inline)) bool event_fields(struct mt_cursor *c,
+                                                               struct mt_event *ev,
+                                                               const uint8_t *p, const uint8_t *end,
+                                                               bool roomy)
 {
 	const uint8_t *lim = c->end;
-	uint64_t dt, fn, da, db = 0, v, kind;
+	uint64_t dt, fn, da, db, v, kind, stack = 0;
 
-	if (!field(&p, end, lim, &dt))
+	if (!field(&p, end, lim, roomy, &dt) || (roomy && p > end))
 		return false;
 	if (c->skim_events) {
 		c->time += (uint64_t)mt_unzigzag(dt);
 		return true;
 	}
-	switch (rec->type) {
+	switch (ev->type) {
 	case MT_REC_ALLOC:
-		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da) ||
-		    !field(&p, end, lim, &rec->u.alloc.size) ||
-		    !field(&p, end, lim, &rec->u.alloc.stack))
+		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da) ||
+		    !field(&p, end, lim, roomy, &ev->size) || !field(&p, end, lim, roomy, &stack))
 			return false;
-		if (!kind_field(&p, end, lim, fn, &kind))
+		if (!kind_field(&p, end, lim, roomy, fn, &kind))
 			return false;
-		rec->u.alloc.fn = fn;
-		rec->u.alloc.kind = kind;
-		rec->u.alloc.addr = c->addr + (uint64_t)mt_unzigzag(da);
-		c->addr = rec->u.alloc.addr;
+		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
 		break;
 	case MT_REC_FREE:
-		if (!field(&p, end, lim, &fn) || !field(&p, end, lim, &da))
+		if (!field(&p, end, lim, roomy, &fn) || !field(&p, end, lim, roomy, &da))
 			return false;
-		if (!kind_field(&p, end, lim, fn, &kind))
+		if (!kind_field(&p, end, lim, roomy, fn, &kind))
 			return false;
-		rec->u.free.fn = fn;
-		rec->u.free.kind = kind;
-		rec->u.free.addr = c->addr + (uint64_t)mt_unzigzag(da);
-		c->addr = rec->u.free.addr;
+		ev->addr = c->addr + (uint64_t)mt_unzigzag(da);
+		ev->size = 0;
 		break;
 	default: /* MT_REC_REALLOC */
-		if (!field(&p, end, lim, &v) || !field(&p, end, lim, &fn) ||
-		    !field(&p, end, lim, &da) || !field(&p, end, lim, &db) ||
-		    !field(&p, end, lim, &rec->u.realloc.size) ||
-		    !field(&p, end, lim, &rec->u.realloc.stack))
+		if (!field(&p, end, lim, roomy, &v) || !field(&p, end, lim, roomy, &fn) ||
+		    !field(&p, end, lim, roomy, &da) || !field(&p, end, lim, roomy, &db) ||
+		    !field(&p, end, lim, roomy, &ev->size) || !field(&p, end, lim, roomy, &stack))
 			return false;
-		rec->u.realloc.fn = fn;
-		rec->u.realloc.old = c->addr + (uint64_t)mt_unzigzag(da);
-		rec->u.realloc.addr = rec->u.realloc.old + (uint64_t)mt_unzigzag(db);
-		c->addr = rec->u.realloc.addr;
-		rec->u.realloc.t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
+		kind = MT_KIND_HOST;
+		ev->old = c->addr + (uint64_t)mt_unzigzag(da);
+		ev->addr = ev->old + (uint64_t)mt_unzigzag(db);
+		ev->t0 = c->time + (uint64_t)mt_unzigzag(dt) - v;
 		break;
 	}
+	if (kind >= MT_KIND_COUNT || fn > UINT8_MAX || stack > UINT32_MAX || p > end)
+		return false;
+	ev->fn = (uint8_t)fn;
+	ev->kind = (uint8_t)kind;
+	ev->stack = (uint32_t)stack;
+	c->addr = ev->addr;
 	c->time += (uint64_t)mt_unzigzag(dt);
+	ev->time = c->time;
+	if (ev->type != MT_REC_REALLOC) {
+		ev->t0 = ev->time;
+		ev->old = 0;
+	}
 	return true;
+}
+
+static bool fast_event(struct mt_cursor *c, struct mt_event *ev, const uint8_t *p,
+                       const uint8_t *end)
+{
+	return c->end - p >= ROOMY ? event_fields(c, ev, p, end, true)
+	                           : event_fields(c, ev, p, end, false);
+}
+
+void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
+{
+	rec->type = ev->type;
+	rec->offset = ev->offset;
+	rec->length = ev->length;
+	rec->time = ev->time;
+	switch (ev->type) {
+	case MT_REC_ALLOC:
+		rec->u.alloc.fn = ev->fn;
+		rec->u.alloc.addr = ev->addr;
+		rec->u.alloc.size = ev->size;
+		rec->u.alloc.stack = ev->stack;
+		rec->u.alloc.kind = ev->kind;
+		break;
+	case MT_REC_FREE:
+		rec->u.free.fn = ev->fn;
+		rec->u.free.addr = ev->addr;
+		rec->u.free.kind = ev->kind;
+		break;
+	default: /* MT_REC_REALLOC */
+		rec->u.realloc.t0 = ev->t0;
+		rec->u.realloc.fn = ev->fn;
+		rec->u.realloc.old = ev->old;
+		rec->u.realloc.addr = ev->addr;
+		rec->u.realloc.size = ev->size;
+		rec->u.realloc.stack = ev->stack;
+		break;
+	}
+}
+
+/* An event whose length is one byte and whose payload is there whole, at c->pos: true and
+ * read into *ev, or false with nothing of c changed. */
+/*
+ * A short record (format 3) at c->pos read straight into *ev, as
+ * short_record() reads it: false, with nothing of c changed, for one it does
+ * not read whole or whose stack does not fit an event; short_record() then
+ * reads it, or says what is wrong. In a skim only the time is kept.
+ */
+static inline __attribute__((always_inline)) bool short_fast(struct mt_cursor *c,
+                                                             struct mt_event *ev, bool roomy)
+{
+	const uint8_t *p = c->pos + 1, *end = c->end;
+	unsigned type = *c->pos;
+	uint64_t dt, da, size = 0, step = 0, stack;
+
+	if (!field(&p, end, end, roomy, &dt) || !field(&p, end, end, roomy, &da) ||
+	    (type != MT_REC_SHORT_FREE && !field(&p, end, end, roomy, &size)) ||
+	    (type == MT_REC_SHORT_MALLOC && !field(&p, end, end, roomy, &step)) || p > end)
+		return false;
+	stack = c->stack + (uint64_t)mt_unzigzag(step);
+	if (type != MT_REC_SHORT_FREE && stack > UINT32_MAX)
+		return false;
+	c->time += (uint64_t)mt_unzigzag(dt);
+	c->addr += (uint64_t)mt_unzigzag(da);
+	if (type != MT_REC_SHORT_FREE)
+		c->stack = stack;
+	ev->type = type == MT_REC_SHORT_FREE ? MT_REC_FREE : MT_REC_ALLOC;
+	ev->fn = type == MT_REC_SHORT_FREE ? MT_FN_FREE : MT_FN_MALLOC;
+	ev->kind = MT_KIND_HOST;
+	ev->offset = (uint64_t)(c->pos - c->trace->data);
+	ev->length = (uint8_t)(p - c->pos - 1);
+	ev->time = ev->t0 = c->time;
+	ev->addr = c->addr;
+	ev->old = 0;
+	ev->size = size;
+	ev->stack = type == MT_REC_SHORT_FREE ? 0 : (uint32_t)stack;
+	c->pos = p;
+	return true;
+}
+
+static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
+{
+	const uint8_t *p = c->pos;
+
+	if (!c->done && p < c->end && mt_record_is_short(*p))
+		return c->end - p > ROOMY ? short_fast(c, ev, true) : short_fast(c, ev, false);
+	if (c->done || c->end - p <= 2 || *p < MT_REC_ALLOC ||
+	    *p > (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) || p[1] >= 0x80 ||
+	    p[1] > c->end - p - 2)
+		return false;
+	ev->type = *p;
+	if (!fast_event(c, ev, p + 2, p + 2 + p[1]))
+		return false;
+	ev->offset = (uint64_t)(p - c->trace->data);
+	ev->length = p[1];
+	c->pos = p + 2 + p[1];
+	return true;
+}
+
+int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
+                         struct mt_error *err)
+{
+	return next_fast(c, ev) ? 2 : mt_cursor_next(c, rec, err);
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
@@ -1217,6 +1375,7 @@ static int short_record(struct mt_cursor *c, struct mt_record *rec, uint64_t off
 	rec->offset = off;
 	rec->length = (uint32_t)(d.p - c->pos - 1);
 	rec->chunk = &c->chunk;
+	rec->thread = 0;
 	rec->time = time;
 	if (type == MT_REC_SHORT_FREE) {
 		rec->type = MT_REC_FREE;
@@ -1247,14 +1406,13 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 	return r;
 }
 
-static void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+/* One more event for *s: the records of a skim come in file order, so a later one of equal time
+ * is later by offset too. */
+static inline void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
 {
-	if (!s->events || time < s->first_time)
-		s->first_time = time;
-	if (!s->events || time > s->last_time)
-		s->last_time = time;
-	if (!s->events || time > s->latest_time ||
-	    (time == s->latest_time && offset > s->latest_offset)) {
+	s->first_time = time < s->first_time ? time : s->first_time;
+	s->last_time = time > s->last_time ? time : s->last_time;
+	if (time >= s->latest_time) {
 		s->latest_time = time;
 		s->latest_offset = offset;
 	}
@@ -1267,16 +1425,29 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 	const uint8_t *base = c->trace->data;
 
 	memset(s, 0, sizeof(*s));
+	s->first_time = UINT64_MAX;
 	for (;;) {
 		const uint8_t *p = c->pos;
 		uint64_t dt;
 		int r;
 
+		/* a short record: its time, the rest stepped over (a skim keeps no other register)
+		 */
+		if (!c->done && p < c->end && mt_record_is_short(*p)) {
+			const uint8_t *q = p + 1;
+			if (field(&q, c->end, c->end, false, &dt) &&
+			    skip_varints(&q, c->end, mt_short_fields(*p) - 1)) {
+				c->time += (uint64_t)mt_unzigzag(dt);
+				skimmed(s, c->time, (uint64_t)(p - base));
+				c->pos = q;
+				continue;
+			}
+		}
 		/* an event whose length is one byte, its time a whole varint inside it */
 		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
 		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
 			const uint8_t *q = p + 2;
-			if (field(&q, p + 2 + p[1], c->end, &dt)) {
+			if (field(&q, p + 2 + p[1], c->end, false, &dt)) {
 				c->time += (uint64_t)mt_unzigzag(dt);
 				skimmed(s, c->time, (uint64_t)(p - base));
 				c->pos = p + 2 + p[1];
@@ -1293,6 +1464,7 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err)
 {
 	const uint8_t *p = c->pos, *payload;
+	struct mt_event ev;
 	uint64_t len, off;
 	struct dec d;
 	int r;
@@ -1304,18 +1476,18 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 	off = (uint64_t)(p - c->trace->data);
 	if (mt_record_is_short(*p))
 		return short_record(c, rec, off, err);
-	/* an event whose length is one byte and whose payload is there whole */
-	if (*p >= MT_REC_ALLOC && *p <= (c->skim_events ? MT_REC_MREMAP : MT_REC_REALLOC) &&
-	    c->end - p > 2 && p[1] < 0x80 && p[1] <= c->end - p - 2) {
-		rec->type = *p;
-		if (fast_event(c, rec, p + 2, p + 2 + p[1])) {
-			rec->offset = off;
-			rec->length = p[1];
-			rec->chunk = &c->chunk;
+	if (next_fast(c, &ev)) {
+		if (c->skim_events) {
+			rec->type = ev.type;
+			rec->offset = ev.offset;
+			rec->length = ev.length;
 			rec->time = c->time;
-			c->pos = p + 2 + p[1];
-			return 1;
+		} else {
+			mt_event_record(&ev, rec);
 		}
+		rec->chunk = &c->chunk;
+		rec->thread = 0;
+		return 1;
 	}
 	payload = p + 1;
 	if (c->chunk.avail < c->chunk.size &&
@@ -1340,6 +1512,7 @@ static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_err
 	rec->offset = off;
 	rec->length = (uint32_t)len;
 	rec->chunk = &c->chunk;
+	rec->thread = 0;
 	d = (struct dec){.p = payload, .end = payload + len};
 	r = decode(c, rec, &d, err);
 	if (r < 0) {

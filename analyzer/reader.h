@@ -151,6 +151,7 @@ struct mt_record {
 	uint32_t length; /* payload bytes */
 	uint64_t time;   /* ticks: the time register after this record (t1 for realloc, mremap) */
 	const struct mt_chunk *chunk;
+	uint32_t thread; /* in a replay's callbacks: the index of the instance's thread; else 0 */
 	union {
 		struct {
 			uint64_t pid, ppid, origin, parent_instance, realtime, depth;
@@ -284,6 +285,25 @@ bool mt_key_next(const struct mt_record *rec, const uint8_t **pos, uint64_t v[MT
  */
 bool mt_reach_blocks_next(const struct mt_record *rec, const uint8_t **pos, uint64_t *addr);
 
+/*
+ * The events that make up nearly every trace, ALLOC, FREE and REALLOC, in
+ * 56 bytes, where a struct mt_record takes kilobytes: what a reader that
+ * holds many of them at once keeps (mt_cursor_next_event).
+ */
+struct mt_event {
+	uint64_t t0; /* REALLOC: when the call began (the old block is gone from then); else time */
+	uint64_t time;   /* the record's time (t1) */
+	uint64_t offset; /* of its type byte in the file */
+	uint64_t addr;   /* the block: ALLOC's, FREE's, REALLOC's new one */
+	uint64_t old;    /* REALLOC's old block */
+	uint64_t size;   /* ALLOC, REALLOC */
+	uint32_t stack;  /* ALLOC, REALLOC */
+	uint8_t type;    /* MT_REC_ALLOC, MT_REC_FREE or MT_REC_REALLOC */
+	uint8_t fn;
+	uint8_t kind; /* ALLOC, FREE */
+	uint8_t length;
+};
+
 /* Reads records of one chunk in file order. */
 struct mt_cursor {
 	const struct mt_trace *trace;
@@ -334,6 +354,17 @@ int mt_cursor_init(struct mt_cursor *c, const struct mt_trace *t, uint64_t index
 /* 1 and *rec filled, 0 at the end of the chunk's data, < 0 corrupt record. */
 int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
+/*
+ * mt_cursor_next for a reader that keeps events compact: 2 with the record
+ * in *ev when it is an ALLOC, FREE or REALLOC whose fields fit one (every
+ * event a capture writes), 1 with any other in *rec; 0 and < 0 as
+ * mt_cursor_next.
+ */
+int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
+                         struct mt_error *err);
+/* The record of an event, as mt_cursor_next gives it (rec->chunk is left alone). */
+void mt_event_record(const struct mt_event *ev, struct mt_record *rec);
+
 /* What mt_cursor_skim found of the event records it passed over. */
 struct mt_skim {
 	uint64_t events;
@@ -346,7 +377,8 @@ struct mt_skim {
  * Reads on over event records, taking only their times (a first pass: the
  * cursor is skim_events), up to the next record that is not an event: 1
  * with it in *rec, 0 at the end of the chunk's data, < 0 as mt_cursor_next.
- * Whatever it returns, the events passed over are in *s (zeroed first).
+ * Whatever it returns, the events passed over are in *s (its times mean
+ * nothing while s->events is 0).
  */
 int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
                    struct mt_error *err);

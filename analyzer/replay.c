@@ -193,7 +193,7 @@ struct mt_replay {
 	struct mt_clock_fit fit;
 	struct mt_keyframes kf;
 	bool kf_read; /* kf is final: instances may point into it */
-	long cores;   /* online: with one, the feed's producer runs on the replay's thread */
+	enum mt_replay_thread thread;
 };
 
 /* ---- first pass ---- */
@@ -600,7 +600,6 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		return -ENOMEM;
 	}
 	r->trace = trace;
-	r->cores = sysconf(_SC_NPROCESSORS_ONLN);
 	r->fit = trace->fit;
 	r->stats.unused_chunks = trace->unused_chunks;
 	mt_map_init(&r->index, sizeof(uint32_t));
@@ -1392,28 +1391,163 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 /* ---- second pass ---- */
 
 /*
- * The records are decoded on another core when there is one, for an
+ * The records are decoded on another core when one is free, for an
  * instance with this many events: a thread's start costs more than a
  * short process's decoding.
  */
 #define FEED_THREAD_EVENTS (1u << 16)
-/* How many units ahead the blocks they name are fetched into the cache: a few cache misses'
- * worth of the replay's work, and less than the feed keeps made ahead. */
-#define PREFETCH_AHEAD 16
 
-/* The live block a unit will look up, fetched into the cache before it does. */
-static void prefetch(const struct mt_instance_priv *p, const struct mt_unit *u)
+void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how)
+{
+	r->thread = how;
+}
+
+static bool feed_thread(const struct mt_replay *r, const struct mt_instance *in)
+{
+	long cores;
+	double load;
+
+	if (r->thread != MT_REPLAY_THREAD_AUTO)
+		return r->thread == MT_REPLAY_THREAD_ALWAYS;
+	if (in->events < FEED_THREAD_EVENTS || (cores = sysconf(_SC_NPROCESSORS_ONLN)) < 2)
+		return false;
+	/* the load counts this process's own thread */
+	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5;
+}
+/*
+ * The cache lines a unit will touch are fetched ahead of it, in two steps:
+ * FAR ahead those its own fields lead to (its block's slot in the live set,
+ * its stack's entry, its first page's count), NEAR ahead those the first
+ * ones lead to (the stack's figures, found through its block or its entry,
+ * and its last page's count). A few cache misses' worth of the replay's
+ * work, and less than the feed keeps made ahead.
+ */
+#define PREFETCH_FAR  16
+#define PREFETCH_NEAR 6
+/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
+#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
+#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
+
+/* The key of the block a unit looks up, or 0 for none. */
+static uint64_t unit_block(const struct mt_unit *u)
 {
 	if (u->flags & MT_UNIT_WHOLE)
-		return;
-	switch (u->type) {
+		return 0;
+	switch (u->ev.type) {
 	case MT_REC_ALLOC:
 	case MT_REC_FREE:
-		mt_map_prefetch(&p->live->host, mt_block_key(u->fn, u->addr));
-		break;
+		return mt_block_key(u->ev.fn, u->ev.addr);
 	case MT_REC_REALLOC:
-		mt_map_prefetch(&p->live->host, u->flags & MT_UNIT_FIRST_HALF ? u->old : u->addr);
-		break;
+		return u->flags & MT_UNIT_FIRST_HALF ? u->ev.old : u->ev.addr;
+	default:
+		return 0;
+	}
+}
+
+/* The unit allocates: its stack's entry among the instance's own. */
+static const uint64_t *unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const struct mt_by_stack *own;
+
+	if ((u->flags & MT_UNIT_WHOLE) ||
+	    (u->ev.type != MT_REC_ALLOC && u->ev.type != MT_REC_REALLOC) ||
+	    (u->flags & MT_UNIT_FIRST_HALF))
+		return NULL;
+	own = &p->own_stat[u->ev.type == MT_REC_ALLOC ? u->ev.kind : MT_KIND_HOST];
+	return u->ev.stack < own->cap ? &own->dense[u->ev.stack] : NULL;
+}
+
+static void prefetch_far(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const uint64_t *own = unit_own_stat(p, u);
+	uint64_t key = unit_block(u);
+
+	if (!key)
+		return;
+	mt_map_prefetch(&p->live->host, key);
+	mt_heap_pages_prefetch(&p->live->pages, key, own ? u->ev.size : 0);
+	if (own)
+		__builtin_prefetch(own);
+}
+
+static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit *u)
+{
+	const uint64_t *own = unit_own_stat(p, u);
+	const struct host_block *b;
+	uint64_t key;
+
+	if (own) {
+		if (*own)
+			__builtin_prefetch(&p->hot[*own - 1]);
+		return;
+	}
+	key = unit_block(u);
+	if (key && (b = mt_map_get_small(&p->live->host, key, HOST_SHIFT, HOST_VOFF))) {
+		__builtin_prefetch(&p->hot[b->stat]);
+		mt_heap_pages_prefetch(&p->live->pages, key, b->size);
+	}
+}
+
+static int event_alloc(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
+                       uint64_t size, uint64_t stack, enum mt_kind kind)
+{
+	if (addr == 0) {
+		in->kind[kind].allocations++;
+		return 0;
+	}
+	return host_add(in, l, mt_block_key(fn, addr), size, stack, kind);
+}
+
+static int event_free(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
+                      enum mt_kind kind)
+{
+	bool found;
+	int ret;
+
+	if (addr == 0)
+		return 0;
+	ret = host_remove(in, l, mt_block_key(fn, addr), &found);
+	in->last_free_size = found ? l->removed_size : 0;
+	if (found)
+		in->kind[l->removed_kind].frees += l->removed_blocks;
+	else
+		in->kind[kind].unknown_frees++;
+	return ret;
+}
+
+/* A realloc: its old block given back (first_half), or its new one taken. */
+static int event_realloc(struct mt_instance *in, struct live *l, bool first_half, uint64_t old,
+                         uint64_t addr, uint64_t size, uint64_t stack)
+{
+	bool found;
+	int ret;
+
+	if (first_half) {
+		ret = host_remove(in, l, old, &found);
+		if (found)
+			in->kind[MT_KIND_HOST].frees += l->removed_blocks;
+		else
+			in->kind[MT_KIND_HOST].unknown_frees++;
+		return ret;
+	}
+	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
+}
+
+/* apply() for a unit that holds its event. */
+static int apply_event(struct mt_instance *in, const struct mt_event *ev, uint64_t key,
+                       bool first_half)
+{
+	struct live *l = in->priv->live;
+
+	in->priv->now = key;
+	switch (ev->type) {
+	case MT_REC_ALLOC:
+		return event_alloc(in, l, ev->fn, ev->addr, ev->size, ev->stack,
+		                   (enum mt_kind)ev->kind);
+	case MT_REC_FREE:
+		return event_free(in, l, ev->fn, ev->addr, (enum mt_kind)ev->kind);
+	default: /* MT_REC_REALLOC */
+		return event_realloc(in, l, first_half, ev->old, ev->addr, ev->size, ev->stack);
 	}
 }
 
@@ -1427,42 +1561,19 @@ static int apply(struct mt_instance *in, const struct mt_record *rec, uint64_t k
 {
 	struct live *l = in->priv->live;
 	uint64_t removed;
-	bool found;
 	int ret = 0;
 
 	in->priv->now = key;
 	switch (rec->type) {
 	case MT_REC_ALLOC:
-		if (rec->u.alloc.addr == 0) {
-			in->kind[rec->u.alloc.kind].allocations++;
-			return 0;
-		}
-		return host_add(in, l, mt_block_key(rec->u.alloc.fn, rec->u.alloc.addr),
-		                rec->u.alloc.size, rec->u.alloc.stack,
-		                (enum mt_kind)rec->u.alloc.kind);
+		return event_alloc(in, l, rec->u.alloc.fn, rec->u.alloc.addr, rec->u.alloc.size,
+		                   rec->u.alloc.stack, (enum mt_kind)rec->u.alloc.kind);
 	case MT_REC_FREE:
-		if (rec->u.free.addr == 0)
-			return 0;
-		ret = host_remove(in, l, mt_block_key(rec->u.free.fn, rec->u.free.addr), &found);
-		in->last_free_size = found ? l->removed_size : 0;
-		if (found)
-			in->kind[l->removed_kind].frees += l->removed_blocks;
-		else
-			in->kind[rec->u.free.kind].unknown_frees++;
-		return ret;
+		return event_free(in, l, rec->u.free.fn, rec->u.free.addr,
+		                  (enum mt_kind)rec->u.free.kind);
 	case MT_REC_REALLOC:
-		if (first_half) {
-			ret = host_remove(in, l, rec->u.realloc.old, &found);
-			if (found)
-				in->kind[MT_KIND_HOST].frees += l->removed_blocks;
-			else
-				in->kind[MT_KIND_HOST].unknown_frees++;
-			return ret;
-		}
-		if (rec->u.realloc.addr != 0)
-			ret = host_add(in, l, rec->u.realloc.addr, rec->u.realloc.size,
-			               rec->u.realloc.stack, MT_KIND_HOST);
-		return ret;
+		return event_realloc(in, l, first_half, rec->u.realloc.old, rec->u.realloc.addr,
+		                     rec->u.realloc.size, rec->u.realloc.stack);
 	case MT_REC_FAIL: {
 		enum mt_kind kind = (enum mt_kind)rec->u.fail.kind;
 		in->kind[kind].failed++;
@@ -1659,6 +1770,13 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
                            const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
 	struct mt_instance_priv *p = in->priv;
+	/* read once: a call through cb could change them as far as the compiler knows */
+	int (*on_before)(void *, const struct mt_instance *, const struct mt_record *, uint64_t) =
+	        cb ? cb->before : NULL;
+	int (*on_record)(void *, const struct mt_instance *, const struct mt_record *) =
+	        cb ? cb->record : NULL;
+	int (*on_event)(void *, const struct mt_instance *, const struct mt_event *, uint32_t) =
+	        cb && !on_before ? cb->event : NULL;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -1710,17 +1828,22 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 			if (p->kf->threads[k].tid == p->threads[t].tid)
 				streams[t].resume = &p->kf->threads[k];
 	}
-	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads,
-	                    in->events >= FEED_THREAD_EVENTS && r->cores > 1);
+	ret = mt_feed_start(&feed, r->trace, streams, p->nthreads, feed_thread(r, in));
 	if (ret < 0)
 		goto out;
-	while ((ret = mt_feed_next(feed, &u, &rec, err)) > 0) {
-		const struct mt_unit *ahead = mt_feed_peek(feed, PREFETCH_AHEAD);
+	while ((ret = mt_feed_next(feed, &u, err)) > 0) {
 		uint64_t key = mt_unit_key(u);
 		bool first_half = u->flags & MT_UNIT_FIRST_HALF;
 
-		if (ahead)
-			prefetch(p, ahead);
+		/* worth its work only where the tables outgrow the caches close to the core */
+		if (p->live->host.cap >= PREFETCH_BLOCKS || p->nstats >= PREFETCH_STATS) {
+			const struct mt_unit *far = mt_feed_peek(feed, PREFETCH_FAR),
+			                     *near = mt_feed_peek(feed, PREFETCH_NEAR);
+			if (far)
+				prefetch_far(p, far);
+			if (near)
+				prefetch_near(p, near);
+		}
 		if (p->next_even_tick < key && (ret = even_checkpoints(in, key, false)) < 0)
 			goto out;
 		/* the children forked before this moment get the live set as it is now */
@@ -1732,14 +1855,30 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
-		if (cb && cb->before && (ret = cb->before(ctx, in, rec, key)) != 0)
+		if (!(u->flags & MT_UNIT_WHOLE) && !on_before) {
+			/* an event whose fields the unit holds: its record only if asked for */
+			if ((ret = apply_event(in, &u->ev, key, first_half)) < 0)
+				goto out;
+			if (first_half)
+				continue;
+			if (on_event)
+				ret = on_event(ctx, in, &u->ev, u->stream);
+			else if (on_record && (ret = mt_feed_record(feed, u, &rec, err)) >= 0)
+				ret = on_record(ctx, in, rec);
+			if (ret)
+				goto out;
+			continue;
+		}
+		if ((ret = mt_feed_record(feed, u, &rec, err)) < 0)
+			goto out;
+		if (on_before && (ret = on_before(ctx, in, rec, key)) != 0)
 			goto out;
 		ret = apply(in, rec, key, first_half, &tracked[u->stream]);
 		if (ret < 0)
 			goto out;
 		if (first_half)
 			continue;
-		if (cb && cb->record && (ret = cb->record(ctx, in, rec)) != 0)
+		if (on_record && (ret = on_record(ctx, in, rec)) != 0)
 			goto out;
 	}
 	if (ret < 0)

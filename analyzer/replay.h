@@ -310,10 +310,27 @@ struct mt_replay_callbacks {
 	 */
 	int (*before)(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
 	              uint64_t time);
+	/*
+	 * Optional, for a callback on the hot path: the records a struct
+	 * mt_event holds (nearly every ALLOC, FREE and REALLOC) come here
+	 * instead of to record, with the index of the instance's thread
+	 * (rec->thread). Not called while before is set.
+	 */
+	int (*event)(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
+	             uint32_t thread);
 };
 
 /* First pass. *out owns nothing of trace, which must outlive it. */
 int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err);
+/*
+ * Where the second pass decodes: by default (AUTO) on a thread of its own
+ * for an instance of 65,536 events or more when a core looks free (online
+ * cores above the load average by a half: on a machine whose cores are all
+ * busy, two threads that wait for each other are slower than one); tests
+ * choose either way.
+ */
+enum mt_replay_thread { MT_REPLAY_THREAD_AUTO, MT_REPLAY_THREAD_ALWAYS, MT_REPLAY_THREAD_NEVER };
+void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how);
 /* Second pass over all instances, parents before their forked children. */
 int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,
                   struct mt_error *err);

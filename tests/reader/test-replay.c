@@ -563,6 +563,116 @@ static void test_python(void)
 	done(&run, &b);
 }
 
+/*
+ * The feed on a thread of its own and on the replay's (feed.h) give the
+ * same records in the same order, the same figures, and the same error at
+ * the same record: two threads of 84,000 events across chunks, whose
+ * blocks the other thread frees and reallocs (a wrong merge shows as
+ * unknown frees), then a record cut short in the second thread's last
+ * chunk.
+ */
+#define FEED_PAIRS 40000u
+
+struct order {
+	uint64_t seen, hash;
+};
+
+static int note_order(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	struct order *o = ctx;
+
+	(void)in;
+	o->seen++;
+	o->hash = (o->hash ^ rec->offset ^ rec->time << 20 ^ rec->type) * 0x100000001b3ull;
+	return 0;
+}
+
+static void build_two_threads(struct tb *b, bool corrupt)
+{
+	uint64_t t = 10;
+
+	tb_init(b, CHUNK);
+	tb_chunk(b, 1, 100, 100, 0);
+	tb_process(b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	for (uint32_t i = 0; i < FEED_PAIRS; i += 100) {
+		tb_chunk(b, 1, 100, 100, t);
+		for (uint32_t j = i; j < i + 100; j++)
+			tb_alloc(b, t + 3 * (j - i), MT_FN_MALLOC, 0x100000 + (uint64_t)j * 32, 32,
+			         1 + j % 7);
+		tb_chunk(b, 1, 100, 101, t);
+		for (uint32_t j = i; j < i + 100; j++) {
+			uint64_t at = t + 3 * (j - i);
+			if (j % 10 == 0) {
+				tb_realloc(b, at + 2, at + 1, 0x100000 + (uint64_t)j * 32,
+				           0x9000000 + (uint64_t)j * 64, 64, 9);
+				tb_free(b, at + 2, 0x9000000 + (uint64_t)j * 64);
+			} else {
+				tb_free(b, at + 1, 0x100000 + (uint64_t)j * 32);
+			}
+		}
+		t += 300;
+	}
+	if (corrupt) {
+		tb_dt(b, t);
+		tb_u(b, MT_FN_MALLOC); /* an ALLOC that ends after its function */
+		tb_end(b, MT_REC_ALLOC);
+	}
+}
+
+static int replay_with(struct tb *b, enum mt_replay_thread how, struct order *o,
+                       struct mt_kind_stats *host_out, struct mt_error *err)
+{
+	const struct mt_replay_callbacks cb = {.record = note_order};
+	struct mt_replay *r;
+	struct mt_trace t;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	memset(err, 0, sizeof(*err));
+	CHECK_EQ(mt_reader_open_memory(&t, b->buf, b->size, err), 0);
+	CHECK_EQ(mt_replay_open(&r, &t, err), 0);
+	mt_replay_set_thread(r, how);
+	ret = mt_replay_run(r, &cb, o, err);
+	*host_out = mt_replay_instance(r, 0)->kind[MT_KIND_HOST];
+	mt_replay_free(r);
+	mt_reader_close(&t);
+	return ret;
+}
+
+static void test_feed_thread(void)
+{
+	struct mt_kind_stats a, n;
+	struct mt_error ea, en;
+	struct order oa, on;
+	struct tb b;
+
+	build_two_threads(&b, false);
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_ALWAYS, &oa, &a, &ea), 0);
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_NEVER, &on, &n, &en), 0);
+	CHECK_EQ(oa.seen, 1 + 2 * FEED_PAIRS + FEED_PAIRS / 10);
+	CHECK_EQ(oa.seen, on.seen);
+	CHECK_EQ(oa.hash, on.hash);
+	CHECK_EQ(a.unknown_frees, 0);
+	CHECK_EQ(a.frees, FEED_PAIRS + FEED_PAIRS / 10);
+	CHECK_EQ(a.allocations, FEED_PAIRS + FEED_PAIRS / 10);
+	CHECK_EQ(a.bytes_allocated, 32 * FEED_PAIRS + 64 * (FEED_PAIRS / 10));
+	CHECK_EQ(a.peak_bytes, 64);
+	CHECK_EQ(a.live_bytes, 0);
+	CHECK(!memcmp(&a, &n, sizeof(a)));
+	tb_free_buf(&b);
+
+	build_two_threads(&b, true);
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_ALWAYS, &oa, &a, &ea), -EBADMSG);
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_NEVER, &on, &n, &en), -EBADMSG);
+	CHECK_EQ(oa.seen, on.seen);
+	CHECK_EQ(oa.seen, 1 + 2 * FEED_PAIRS + FEED_PAIRS / 10); /* every record before it */
+	CHECK_EQ(oa.hash, on.hash);
+	CHECK_EQ(ea.offset, en.offset);
+	CHECK(!strcmp(ea.message, en.message));
+	CHECK(strstr(ea.message, "ALLOC record: field 3") != NULL);
+	tb_free_buf(&b);
+}
+
 int main(void)
 {
 	test_realloc();
@@ -573,6 +683,7 @@ int main(void)
 	test_merge_order();
 	test_exec_ends();
 	test_python();
+	test_feed_thread();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;
