@@ -41,7 +41,12 @@ static void first_chunk(struct tb *b)
 /* Thread 102 (seq 1), then thread 101's second chunk (seq 2), whose records come after W. */
 static void later_chunks(struct tb *b, size_t *realloc_at)
 {
+	static const uint64_t values[MT_SAMPLE_FIELD_COUNT] = {[MT_SAMPLE_RSS] = 1 << 20};
+
 	tb_chunk(b, 1, 100, 102, 1055);
+	/* a sample the keyframe holds (before the resume point, read before any event of the
+	 * chunk), then one after it */
+	tb_sample(b, 1056, 1056, values, MT_SAMPLE_FIELD_COUNT);
 	tb_free(b, 1060, 0x1000);
 	/* a temporary in short records: the keyframe holds them, and the stack register they set
 	 * is the one the SHORT_MALLOC_SAME after the keyframe reads */
@@ -49,6 +54,7 @@ static void later_chunks(struct tb *b, size_t *realloc_at)
 	tb_short_free(b, 1062, 0x8000);
 	*realloc_at = tb_realloc(b, 1100, 1063, 0x3000, 0x7000, 400, 2) - b->chunk;
 	tb_short_malloc(b, 1105, 0x8100, 24, 1);        /* F, leaked */
+	tb_sample(b, 1106, 1106, values, MT_SAMPLE_FIELD_COUNT);
 	tb_alloc(b, 1110, MT_FN_MALLOC, 0x4000, 50, 1); /* D */
 	tb_chunk(b, 1, 100, 101, 1115);
 	tb_alloc(b, 1120, MT_FN_MALLOC, 0x5000, 1000, 2); /* E: the peak */
@@ -204,6 +210,7 @@ static void test_from_keyframe(void)
 	CHECK_EQ(full.in->kind[MT_KIND_HOST].live_bytes, 1488);
 	CHECK_EQ(stack_of(&full, MT_KIND_HOST, 1)->peak_bytes, 138);
 	CHECK_EQ(full.in->window_start, 0);
+	CHECK_EQ(full.in->nsamples, 2);
 
 	/* the ring: seq 0 was given back; its place holds round 1's chunks */
 	tb_init(&rb, CHUNK);
@@ -215,6 +222,7 @@ static void test_from_keyframe(void)
 	CHECK_EQ(ring.in->window_start, W);
 	CHECK(mt_replay_keyframes(ring.r)->ring);
 	CHECK_EQ(mt_replay_keyframes(ring.r)->usable, 1);
+	CHECK_EQ(ring.in->nsamples, 1); /* the window's: the one before the resume point is held */
 	same(&full, &ring);
 	finish(&ring);
 	tb_free_buf(&rb);
