@@ -8,7 +8,9 @@
  * each written page, and the worker's Private_Dirty grows by 16 MiB.
  *
  * worker-pool [WORKERS]: the timing leaves memtrace's sampler (every 10 ms)
- * time to see each worker before and after: 60 ms reading, then the write,
+ * time to see each worker before and after: 200 ms reading (a busy machine
+ * can start a forked worker's sampler late: at 60 ms its first sample came
+ * after 1-5 MiB were written), then the write,
  * then 400 ms holding the copies (the sampler reads Pss less often when
  * reading it costs more, so a short hold could end before it looks). The
  * hold begins once every worker has written, so that all the copies are
@@ -50,7 +52,7 @@ static int worker(volatile char *dataset, size_t from, size_t len)
 
 	close(written[0]);
 	close(go[1]);
-	sleep_ms(60); /* reading only: nothing copied yet */
+	sleep_ms(200); /* reading only: nothing copied yet */
 	for (size_t i = from; i < from + len; i += 4096)
 		sum += dataset[i];
 	for (size_t i = from; i < from + len; i += 4096)
