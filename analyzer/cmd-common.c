@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "feed.h"
 #include "label.h"
+#include <memtrace/output-place.h>
 
 struct progress {
 	const char *file;
@@ -372,18 +373,57 @@ int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top)
  * old file or the whole new one, never half a page, and a failure leaves
  * the old file as it was. There is no fsync: the page can be made again
  * from the trace, and it would cost seconds on a slow disk.
+ *
+ * Only a file is replaced (output-place.h): /dev/null, a FIFO or a terminal
+ * is written in place, as a shell's `>` would; /dev/stdout, or any name of
+ * the file standard output or error already writes, is written through that
+ * descriptor, so the shell's redirection gets the page and its name stays.
  */
+static int open_in_place(struct mt_output *o, const char *path)
+{
+	int std = -1, fd;
+
+	switch (mt_output_place(path, &std)) {
+	case MT_PLACE_NONE:
+	case MT_PLACE_FILE:
+		return 1;
+	case MT_PLACE_DIR:
+		return -EISDIR;
+	case MT_PLACE_STDIO:
+		if (std == 0)
+			return 1; /* the input's reader keeps the old file */
+		fd = fcntl(std, F_DUPFD_CLOEXEC, 3);
+		break;
+	case MT_PLACE_OTHER:
+	default:
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		break;
+	}
+	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+		int r = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	o->path = path;
+	return 0;
+}
+
 int mt_cmd_output_open(struct mt_output *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
-	int fd = -1;
+	int fd = -1, r;
 
 	memset(o, 0, sizeof(*o));
 	if (!strcmp(path, "-")) {
 		o->f = stdout;
 		return 0;
 	}
+	r = open_in_place(o, path);
+	if (r <= 0)
+		return r;
 	/* ".NAME.XXXXXX" beside NAME: hidden, and on the file system rename needs */
 	o->tmp = malloc(strlen(path) + sizeof(".") + 7);
 	if (!o->tmp)
@@ -401,8 +441,7 @@ int mt_cmd_output_open(struct mt_output *o, const char *path)
 			break;
 	}
 	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-		int r = -errno;
-
+		r = -errno;
 		if (fd >= 0) {
 			unlink(o->tmp);
 			close(fd);
@@ -426,6 +465,8 @@ int mt_cmd_output_commit(struct mt_output *o)
 	if (fclose(o->f) != 0 && !r)
 		r = -errno;
 	o->f = NULL;
+	if (!o->tmp)
+		return r;
 	if (!r && rename(o->tmp, o->path) != 0)
 		r = -errno;
 	if (r)
@@ -440,7 +481,8 @@ void mt_cmd_output_abort(struct mt_output *o)
 	if (!o->f || o->f == stdout)
 		return;
 	fclose(o->f);
-	unlink(o->tmp);
+	if (o->tmp)
+		unlink(o->tmp);
 	free(o->tmp);
 	memset(o, 0, sizeof(*o));
 }

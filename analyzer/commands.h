@@ -92,8 +92,9 @@ int mt_cmd_parse_top(const char *command, const char *arg, unsigned *top);
  * A file a command writes (cmd-common.c): a new temporary file beside path,
  * renamed over path by commit, so a symlink planted at path is replaced,
  * never followed, and a failure leaves the old file as it was. "-" is
- * standard output. Each returns 0 or negative errno; commit and abort
- * remove the temporary on failure.
+ * standard output; a device, FIFO or the file of standard output or error
+ * is written in place, never replaced. Each returns 0 or negative errno;
+ * commit and abort remove the temporary on failure.
  */
 struct mt_output {
 	FILE *f;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <memtrace/output-place.h>
+
 #include "chrome-trace.h"
 #include "commands.h"
 #include "pprof.h"
@@ -45,6 +47,27 @@ static void usage(FILE *f)
 	      "  process's live bytes per memory kind and its RSS as counters, its marks,\n"
 	      "  failed allocations and end as instant events (- for standard output).\n",
 	      f);
+}
+
+/*
+ * Whether out is a name beside which FILE.end may be made: "-", a device, a
+ * FIFO or standard output's file takes one profile (the second would be a
+ * new file beside /dev/null).
+ */
+static bool takes_two_profiles(const char *out)
+{
+	int std;
+
+	if (!strcmp(out, "-"))
+		return false;
+	switch (mt_output_place(out, &std)) {
+	case MT_PLACE_NONE:
+	case MT_PLACE_FILE:
+	case MT_PLACE_DIR: /* the error is the writer's to say */
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* 0, or the exit status; -1 after --help. */
@@ -106,9 +129,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	if (o->format == FORMAT_PPROF && o->at < 0 && !strcmp(o->out, "-")) {
-		fprintf(stderr, "memtrace export: two profiles cannot both go to standard output: "
-		                "add --at peak or --at end\n");
+	if (o->format == FORMAT_PPROF && o->at < 0 && !takes_two_profiles(o->out)) {
+		fprintf(stderr,
+		        "memtrace export: two profiles cannot both go to %s: "
+		        "add --at peak or --at end\n",
+		        strcmp(o->out, "-") ? o->out : "standard output");
 		return MT_EXIT_USAGE;
 	}
 	return 0;

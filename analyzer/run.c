@@ -35,6 +35,7 @@
 
 #include <memtrace/bytes.h>
 #include <memtrace/output-name.h>
+#include <memtrace/output-place.h>
 #include <memtrace/trace-format.h>
 
 #include "commands.h"
@@ -274,7 +275,7 @@ static int die_by(int sig)
 static bool read_header(const char *path, struct mt_file_header *h)
 {
 	/* O_NONBLOCK: a FIFO at the name would block the open */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	bool ok;
 
@@ -399,6 +400,37 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/*
+ * The preload would refuse a name that is not a file of its own
+ * (output-place.h) and the program would run untraced: say so before it
+ * starts instead.
+ */
+static bool may_hold_trace(const char *file)
+{
+	static const char *const std_names[] = {"input", "output", "error"};
+	int std = 0;
+
+	switch (mt_output_place(file, &std)) {
+	case MT_PLACE_NONE:
+	case MT_PLACE_FILE:
+		return true;
+	case MT_PLACE_STDIO:
+		fprintf(stderr,
+		        "memtrace run: %s is this run's standard %s, not a file for the trace\n",
+		        file, std_names[std]);
+		return false;
+	case MT_PLACE_DIR:
+		fprintf(stderr, "memtrace run: %s is a directory, not a file for the trace\n",
+		        file);
+		return false;
+	case MT_PLACE_OTHER:
+		break;
+	}
+	fprintf(stderr, "memtrace run: %s is not a regular file; a trace needs a file of its own\n",
+	        file);
+	return false;
+}
+
 int mt_cmd_run(int argc, char **argv)
 {
 	const char *output = "trace.bin", *depth = NULL, *interval = NULL, *sampling = NULL,
@@ -484,6 +516,8 @@ int mt_cmd_run(int argc, char **argv)
 	if (!strstr(output, "%p")) {
 		expand(output, 0, file, sizeof(file));
 		existed = lstat(file, &st) == 0;
+		if (!may_hold_trace(file))
+			return MT_EXIT_USAGE;
 	}
 	/* the child tells an exec failure through this pipe; a successful exec closes it */
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {

@@ -47,29 +47,41 @@ static char *default_output(const char *file)
 	return out;
 }
 
+/* The page as it is written, and its bytes (a FIFO or a terminal has no size to ask). */
+struct page_out {
+	FILE *f;
+	size_t bytes;
+};
+
+static int put(struct page_out *p, const char *s, size_t n)
+{
+	p->bytes += n;
+	return fwrite(s, 1, n, p->f) == n ? 0 : -1;
+}
+
 /* jansson's output, with '<' as \u003c (it is only ever inside a string). */
 static int write_escaped(const char *buf, size_t size, void *data)
 {
-	FILE *f = data;
+	struct page_out *p = data;
 	size_t start = 0;
 
 	for (size_t i = 0; i < size; i++) {
 		if (buf[i] != '<')
 			continue;
-		if (fwrite(buf + start, 1, i - start, f) != i - start || fputs("\\u003c", f) < 0)
+		if (put(p, buf + start, i - start) < 0 || put(p, "\\u003c", 6) < 0)
 			return -1;
 		start = i + 1;
 	}
-	return fwrite(buf + start, 1, size - start, f) == size - start ? 0 : -1;
+	return put(p, buf + start, size - start);
 }
 
-static int write_page(FILE *f, json_t *data)
+static int write_page(struct page_out *p, json_t *data)
 {
-	if (fputs(mt_viewer_page_head, f) < 0 ||
-	    json_dump_callback(data, write_escaped, f, JSON_COMPACT) < 0 ||
-	    fputs(mt_viewer_page_tail, f) < 0)
+	if (put(p, mt_viewer_page_head, strlen(mt_viewer_page_head)) < 0 ||
+	    json_dump_callback(data, write_escaped, p, JSON_COMPACT) < 0 ||
+	    put(p, mt_viewer_page_tail, strlen(mt_viewer_page_tail)) < 0)
 		return -EIO;
-	return fflush(f) == 0 ? 0 : -errno;
+	return fflush(p->f) == 0 ? 0 : -errno;
 }
 
 static int parse_args(int argc, char **argv, const char **file, const char **out, unsigned *top,
@@ -117,7 +129,7 @@ int mt_cmd_view(int argc, char **argv)
 	struct mt_output o = {0};
 	bool native = false;
 	int status = parse_args(argc, argv, &file, &out, &top, &native), r;
-	long size = 0;
+	size_t size = 0;
 
 	if (status < 0)
 		return MT_EXIT_OK;
@@ -138,9 +150,13 @@ int mt_cmd_view(int argc, char **argv)
 		goto out;
 	}
 	r = mt_cmd_output_open(&o, out);
-	if (r == 0 && (r = write_page(o.f, data)) == 0) {
-		size = ftell(o.f);
-		r = mt_cmd_output_commit(&o);
+	if (r == 0) {
+		struct page_out p = {.f = o.f};
+
+		r = write_page(&p, data);
+		size = p.bytes;
+		if (r == 0)
+			r = mt_cmd_output_commit(&o);
 	}
 	if (r < 0) {
 		fprintf(stderr, "memtrace view: %s: %s\n", out, strerror(-r));
@@ -148,7 +164,7 @@ int mt_cmd_view(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(out, "-"))
-		fprintf(stderr, "memtrace view: wrote %s (%ld KiB)\n", out, (size + 1023) / 1024);
+		fprintf(stderr, "memtrace view: wrote %s (%zu KiB)\n", out, (size + 1023) / 1024);
 out:
 	mt_cmd_output_abort(&o);
 	json_decref(data);

@@ -43,6 +43,7 @@
 
 #include "memtrace/crc32c.h"
 #include "memtrace/output-name.h"
+#include "memtrace/output-place.h"
 #include "memtrace/ring-claim.h"
 #include "mt.h"
 
@@ -174,22 +175,26 @@ static void init_header(pid_t pid)
 
 /*
  * What is at name now: 1 a trace some live run holds (its writers' shared
- * lock), 0 anything else, which may be moved aside to NAME.old (taken with
- * an exclusive lock held, so no run can join it meanwhile).
+ * lock) or something that is not ours to move (output-place.h), 0 anything
+ * else, which may be moved aside to NAME.old (taken with an exclusive lock
+ * held, so no run can join it meanwhile).
  */
 static int move_aside_unless_live(const char *name)
 {
 	char old[PATH_MAX + 16];
-	int f = open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int f, r, std;
 	struct stat st;
-	int r;
 
+	snprintf(old, sizeof(old), "%s.old", name);
+	if (mt_output_place(name, &std) > MT_PLACE_FILE ||
+	    mt_output_place(old, &std) > MT_PLACE_FILE)
+		return 1;
+	f = open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
 	    flock(f, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
 		close(f);
 		return 1;
 	}
-	snprintf(old, sizeof(old), "%s.old", name);
 	r = rename(name, old) < 0 && errno != ENOENT ? -errno : 0;
 	if (f >= 0)
 		close(f);
@@ -214,6 +219,33 @@ static int place(const char *tmp, const char *name)
 }
 
 /*
+ * A trace is a file of its own: a name that stands for something else
+ * (output-place.h) is left alone, and tracing is off.
+ */
+static int refuse_place(const char *name)
+{
+	static const char *const std_names[] = {"input", "output", "error"};
+	int std = 0;
+
+	switch (mt_output_place(name, &std)) {
+	case MT_PLACE_NONE:
+	case MT_PLACE_FILE:
+		return 0;
+	case MT_PLACE_STDIO:
+		mt_say("the trace %s is the program's standard %s; tracing is off", name,
+		       std_names[std]);
+		return -EEXIST;
+	case MT_PLACE_DIR:
+		mt_say("the trace %s is a directory; tracing is off", name);
+		return -EISDIR;
+	case MT_PLACE_OTHER:
+		break;
+	}
+	mt_say("the trace %s is not a regular file; tracing is off", name);
+	return -EEXIST;
+}
+
+/*
  * Root process: a new file, made under a temporary name, locked and given
  * its header before it takes the trace's name, so that no other run ever
  * sees it unlocked or half made. A finished trace at the name is kept as
@@ -232,6 +264,9 @@ int mt_writer_create(pid_t pid)
 		       strerror(-r));
 		return r;
 	}
+	r = refuse_place(path);
+	if (r < 0)
+		return r;
 	snprintf(tmp, sizeof(tmp), "%s.%d.new", path, (int)pid);
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {

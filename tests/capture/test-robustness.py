@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: MIT
 """The traced program is never disturbed: bad settings, an unwritable or
-full disk, a planted symlink, signals, threads that exit the process,
+full disk, a planted symlink, a name that is not a file (a device, a FIFO,
+the program's own output), signals, threads that exit the process,
 dlopen, allocations before main, an allocator of its own. memtrace says
 what it cannot do in one line on stderr and changes nothing else."""
 import os
 import re
 import shutil
+import stat
 import subprocess
 
-from harness import BIN, LIB, check, dump_summary, main, program, run, run_traced, workdir
+from harness import (BIN, LIB, check, dump_summary, main, program, run, run_traced, traced_env,
+                     untraced_env, workdir)
 
 
 def compare(argv, extra=None, expect_stderr=b"", cwd=None):
@@ -77,6 +80,74 @@ def test_planted_symlink_is_not_followed():
     shutil.rmtree(d)
 
 
+def place_id(path):
+    st = os.lstat(path)
+    return (st.st_mode, st.st_ino, st.st_rdev)
+
+
+def test_trace_name_not_a_file_is_left_alone():
+    """MEMTRACE_OUTPUT naming a device, a FIFO, a directory, a link to one, or
+    the program's own standard output: the name and its directory stay as
+    they were, the program runs as untraced, one line says why. (The trace
+    named /dev/null moved the system's /dev/null aside to /dev/null.old and
+    took its name.)"""
+    d = workdir()
+    null, fifo, folder = (os.path.join(d, n) for n in ("null", "fifo", "folder"))
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mkfifo(fifo)
+    os.mkdir(folder)
+    link = os.path.join(d, "null-link")
+    os.symlink(null, link)
+    argv = [program("leaker"), "10", "10"]
+    plain = run(argv)
+    for name, why in ((null, "is not a regular file"), (fifo, "is not a regular file"),
+                      (link, "is not a regular file"), (folder, "is a directory")):
+        before = {n: place_id(os.path.join(d, n)) for n in os.listdir(d)}
+        traced = run_traced(argv, name)
+        check((traced.returncode, traced.stdout) == (plain.returncode, plain.stdout),
+              f"{name}: the traced run differs: {traced.returncode} {traced.stdout!r}")
+        check(traced.stderr == plain.stderr + f"memtrace: the trace {name} {why}; tracing is off\n".encode(),
+              f"{name}: stderr {traced.stderr!r}")
+        after = {n: place_id(os.path.join(d, n)) for n in os.listdir(d)}
+        check(after == before, f"{name}: the directory changed: {before} -> {after}")
+        check(os.listdir(folder) == [], f"the trace went into the directory: {os.listdir(folder)}")
+
+    # the program's standard output, by its name and through a link to /proc/self/fd/1
+    out = os.path.join(d, "out.txt")
+    stdout_link = os.path.join(d, "stdout")
+    os.symlink("/proc/self/fd/1", stdout_link)
+    for name in (out, stdout_link):
+        with open(out, "wb") as f:
+            r = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, timeout=60,
+                               env=traced_env(name))
+        with open(out, "rb") as f:
+            written = f.read()
+        check(r.returncode == plain.returncode and written == plain.stdout,
+              f"{name}: the program's output became {written[:40]!r} (exit {r.returncode})")
+        check(r.stderr == plain.stderr + f"memtrace: the trace {name} is the program's standard output; "
+              "tracing is off\n".encode(), f"{name}: stderr {r.stderr!r}")
+        check(os.path.islink(stdout_link) and not os.path.exists(out + ".old"),
+              f"{name}: moved aside: {sorted(os.listdir(d))}")
+    shutil.rmtree(d)
+
+
+def test_memtrace_run_refuses_a_name_not_a_file():
+    """memtrace run -o /dev/null says so and runs nothing, rather than run
+    the program untraced (or, before, replace the device)."""
+    d = workdir()
+    null = os.path.join(d, "null")
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    before = place_id(null)
+    marker = os.path.join(d, "ran")
+    r = run([BIN, "run", "-o", null, "--", "sh", "-c", f"touch {marker}"], env=untraced_env())
+    check(r.returncode == 1 and r.stderr == f"memtrace run: {null} is not a regular file; a trace needs a "
+          "file of its own\n".encode(), f"memtrace run -o DEVICE: {r.returncode} {r.stderr!r}")
+    check(not os.path.exists(marker), "memtrace run -o DEVICE ran the program")
+    check(place_id(null) == before and sorted(os.listdir(d)) == ["null"],
+          f"memtrace run -o DEVICE: {sorted(os.listdir(d))}")
+    shutil.rmtree(d)
+
+
 def test_earlier_trace_kept_as_old():
     d = workdir()
     trace = os.path.join(d, "trace.bin")
@@ -140,6 +211,8 @@ main({
     "unwritable_path": test_unwritable_path,
     "full_disk": test_full_disk,
     "planted_symlink_is_not_followed": test_planted_symlink_is_not_followed,
+    "trace_name_not_a_file_is_left_alone": test_trace_name_not_a_file_is_left_alone,
+    "memtrace_run_refuses_a_name_not_a_file": test_memtrace_run_refuses_a_name_not_a_file,
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,
     "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
     "memtrace_run_exit_status": test_memtrace_run_exit_status,

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The files the commands open and write: a trace whose module path is a
 FIFO (report must not block in open), an output name that is a planted
-symlink (the victim stays untouched), a trace truncated while it is read
+symlink (the victim stays untouched), an output name that is a device, a
+FIFO or standard output's file (written in place, never replaced), a trace truncated while it is read
 (one line and exit 2, never SIGBUS).
 Usage: test-io.py MEMTRACE MAKE-IO-TRACE TRUNCATE-SHIM"""
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -76,6 +78,72 @@ def planted_symlink(d):
     check(os.listdir(os.path.join(d, "dir.html")) == [], "view -o DIR wrote into the directory")
 
 
+def place_id(path):
+    st = os.lstat(path)
+    return (st.st_mode, st.st_ino, st.st_rdev)
+
+
+def names_not_files(d):
+    """-o naming a device, a FIFO or the file standard output writes: each is
+    written in place, never replaced (view -o /dev/null replaced the system's
+    /dev/null with a regular file; every later `>/dev/null` wrote into it)."""
+    trace = os.path.join(d, "names.bin")
+    subprocess.run([MAKE, "module", "/nonexistent/lib.so", trace], check=True)
+    null = os.path.join(d, "null")
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    link = os.path.join(d, "null-link")
+    os.symlink(null, link)
+    for cmd in (["view"], ["export", "--format", "pprof", "--at", "peak"],
+                ["export", "--format", "chrome-trace"], ["export", "--format", "pprof"]):
+        for name in (null, link):
+            before, listing = (place_id(null), place_id(link)), sorted(os.listdir(d))
+            r = memtrace(*cmd, "-o", name, trace)
+            if cmd[-1] == "pprof":  # two profiles, and no name for the second beside a device
+                check(r is not None and r.returncode == 1 and r.stderr == f"memtrace export: two "
+                      f"profiles cannot both go to {name}: add --at peak or --at end\n",
+                      f"{cmd} -o {name}: {r and r.returncode} {r and r.stderr!r}")
+            else:
+                check(r is not None and r.returncode == 0 and r.stderr.startswith(f"memtrace {cmd[0]}: wrote {name}"),
+                      f"{cmd} -o {name}: {r and r.returncode} {r and r.stderr!r}")
+            check((place_id(null), place_id(link)) == before, f"{cmd} -o {name} replaced it: "
+                  f"{before} -> {(place_id(null), place_id(link))}")
+            check(sorted(os.listdir(d)) == listing, f"{cmd} -o {name} left {set(os.listdir(d)) - set(listing)}")
+
+    fifo = os.path.join(d, "page.fifo")
+    os.mkfifo(fifo)
+    got = os.path.join(d, "from-fifo.html")
+    with open(got, "wb") as f:
+        reader = subprocess.Popen(["cat", fifo], stdout=f)
+    r = memtrace("view", "-o", fifo, trace)
+    if r is None:  # view waits for a reader that never comes (the FIFO is gone)
+        reader.kill()
+    reader.wait()
+    with open(got, "rb") as f:
+        page = f.read()
+    check(r is not None and r.returncode == 0, f"view -o FIFO: {r and r.returncode} {r and r.stderr!r}")
+    check(page.startswith(b"<!doctype html>") and b"lib.so+0x100" in page, f"view -o FIFO: the reader got {page[:60]!r}")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "view -o FIFO replaced the FIFO")
+
+    # /dev/stdout while standard output is redirected to a file: the page goes
+    # there through the descriptor, and the link stays (a rename put a regular
+    # file in /dev's place of /dev/stdout)
+    out = os.path.join(d, "shell-redirect.html")
+    stdout_link = os.path.join(d, "stdout")
+    os.symlink("/proc/self/fd/1", stdout_link)
+    with open(out, "w") as f:
+        f.write("old\n")
+    with open(out, "a") as f:
+        r = subprocess.run([MEMTRACE, "view", "-o", stdout_link, trace], stdout=f,
+                           stderr=subprocess.PIPE, text=True, timeout=20)
+    with open(out) as f:
+        page = f.read()
+    check(r.returncode == 0 and r.stderr.startswith("memtrace view: wrote"),
+          f"view -o /dev/stdout: {r.returncode} {r.stderr!r}")
+    check(page.startswith("old\n<!doctype html>") and "lib.so+0x100" in page,
+          f"view -o /dev/stdout, >>FILE: FILE holds {page[:60]!r}")
+    check(os.path.islink(stdout_link), "view -o /dev/stdout replaced the link")
+
+
 def shrinks_while_read(d):
     """The shim cuts the trace to its first 4 KiB right after the reader maps
     it (deterministic: no race with a truncating process): every command that
@@ -103,6 +171,8 @@ with tempfile.TemporaryDirectory() as d:
     fifo_module(d)
 with tempfile.TemporaryDirectory() as d:
     planted_symlink(d)
+with tempfile.TemporaryDirectory() as d:
+    names_not_files(d)
 with tempfile.TemporaryDirectory() as d:
     shrinks_while_read(d)
 
