@@ -407,27 +407,13 @@ static uint64_t realtime_ns(void)
  */
 static bool may_hold_trace(const char *file)
 {
-	static const char *const std_names[] = {"input", "output", "error"};
 	int std = 0;
+	enum mt_place p = mt_output_place(file, &std);
 
-	switch (mt_output_place(file, &std)) {
-	case MT_PLACE_NONE:
-	case MT_PLACE_FILE:
+	if (p <= MT_PLACE_FILE)
 		return true;
-	case MT_PLACE_STDIO:
-		fprintf(stderr,
-		        "memtrace run: %s is this run's standard %s, not a file for the trace\n",
-		        file, std_names[std]);
-		return false;
-	case MT_PLACE_DIR:
-		fprintf(stderr, "memtrace run: %s is a directory, not a file for the trace\n",
-		        file);
-		return false;
-	case MT_PLACE_OTHER:
-		break;
-	}
-	fprintf(stderr, "memtrace run: %s is not a regular file; a trace needs a file of its own\n",
-	        file);
+	fprintf(stderr, "memtrace run: %s %s; a trace needs a file of its own\n", file,
+	        mt_output_place_why(p, std));
 	return false;
 }
 

@@ -224,25 +224,13 @@ static int place(const char *tmp, const char *name)
  */
 static int refuse_place(const char *name)
 {
-	static const char *const std_names[] = {"input", "output", "error"};
 	int std = 0;
+	enum mt_place p = mt_output_place(name, &std);
 
-	switch (mt_output_place(name, &std)) {
-	case MT_PLACE_NONE:
-	case MT_PLACE_FILE:
+	if (p <= MT_PLACE_FILE)
 		return 0;
-	case MT_PLACE_STDIO:
-		mt_say("the trace %s is the program's standard %s; tracing is off", name,
-		       std_names[std]);
-		return -EEXIST;
-	case MT_PLACE_DIR:
-		mt_say("the trace %s is a directory; tracing is off", name);
-		return -EISDIR;
-	case MT_PLACE_OTHER:
-		break;
-	}
-	mt_say("the trace %s is not a regular file; tracing is off", name);
-	return -EEXIST;
+	mt_say("the trace %s %s; tracing is off", name, mt_output_place_why(p, std));
+	return p == MT_PLACE_DIR ? -EISDIR : -EEXIST;
 }
 
 /*

@@ -46,4 +46,16 @@ static inline enum mt_place mt_output_place(const char *path, int *std)
 	return MT_PLACE_FILE;
 }
 
+/* Why a name of place p (more than MT_PLACE_FILE) takes no trace, for a message. */
+static inline const char *mt_output_place_why(enum mt_place p, int std)
+{
+	static const char *const stdio[] = {"is the program's standard input",
+	                                    "is the program's standard output",
+	                                    "is the program's standard error"};
+
+	if (p == MT_PLACE_STDIO && std >= 0 && std <= 2)
+		return stdio[std];
+	return p == MT_PLACE_DIR ? "is a directory" : "is not a regular file";
+}
+
 #endif
