@@ -165,17 +165,6 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	errno = saved_errno;
 }
 
-/*
- * The one line memtrace says when the driver's allocations go unseen. With
- * libmemtrace.so loaded, the runtime interposition still records cudaMalloc
- * and its family, and the line says so; without it nothing is traced at all.
- */
-static void say_not_traced(const char *reason, bool runtime_traced)
-{
-	fprintf(stderr, "memtrace: CUDA allocations through the driver are not traced: %s%s\n",
-	        reason, runtime_traced ? "; the CUDA runtime's are" : "");
-}
-
 /* ISO C has no cast from dlsym's void * to a function pointer; a copy is exact. */
 #define LOOKUP(handle, field, name)                                                                \
 	do {                                                                                       \
@@ -183,6 +172,25 @@ static void say_not_traced(const char *reason, bool runtime_traced)
 		_Static_assert(sizeof(sym_) == sizeof(field), name);                               \
 		memcpy(&(field), &sym_, sizeof(sym_));                                             \
 	} while (0)
+
+/*
+ * The one line memtrace says when the driver's allocations go unseen. With
+ * libmemtrace.so loaded, the runtime interposition still records cudaMalloc
+ * and its family, and the line says so; without it nothing is traced at all.
+ */
+static void say_not_traced(const char *reason, bool runtime_traced)
+{
+	void (*say)(const char *text) = NULL;
+	char line[512];
+
+	LOOKUP(RTLD_DEFAULT, say, "memtrace_capture_say");
+	snprintf(line, sizeof(line), "CUDA allocations through the driver are not traced: %s%s",
+	         reason, runtime_traced ? "; the CUDA runtime's are" : "");
+	if (say)
+		say(line); /* never into a file the program put at descriptor 2 */
+	else
+		fprintf(stderr, "memtrace: %s\n", line);
+}
 
 /* libmemtrace.so's capture API (include/memtrace/capture.h), found in the process. */
 static bool find_capture_api(void)

@@ -262,6 +262,11 @@ MT_EXPORT bool memtrace_capture_runtime_active(void)
 	return runtime_active;
 }
 
+MT_EXPORT void memtrace_capture_say(const char *text)
+{
+	mt_say("%s", text);
+}
+
 MT_EXPORT uint32_t memtrace_capture_stack(void)
 {
 	uint32_t id;

@@ -12,10 +12,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mt.h"
@@ -39,12 +42,50 @@ uint64_t mt_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The standard error this process was given, by identity. A program may
+ * close descriptor 2 and open a file of its own there, as a daemon's log
+ * does: a line written to 2 then goes into the program's file. A dup of
+ * the old one is no answer either: it would hold a pipe's reader waiting
+ * for an end the program has made. So a line is said only while 2 is
+ * still the file memtrace was given, and otherwise not at all.
+ */
+static struct {
+	_Atomic bool noted;
+	bool open;
+	dev_t dev;
+	ino_t ino;
+} given_stderr;
+
+static void note_stderr(void)
+{
+	struct stat st;
+
+	given_stderr.open = fstat(STDERR_FILENO, &st) == 0;
+	given_stderr.dev = st.st_dev;
+	given_stderr.ino = st.st_ino;
+	atomic_store(&given_stderr.noted, true);
+}
+
+static bool stderr_is_given(void)
+{
+	struct stat st;
+
+	if (!atomic_load(&given_stderr.noted))
+		note_stderr();
+	return given_stderr.open && fstat(STDERR_FILENO, &st) == 0 &&
+	       st.st_dev == given_stderr.dev && st.st_ino == given_stderr.ino;
+}
+
 void mt_say(const char *fmt, ...)
 {
 	char line[512];
 	int saved = errno;
 	va_list ap;
 	int n;
+
+	if (!stderr_is_given())
+		return;
 
 	memcpy(line, "memtrace: ", 10);
 	va_start(ap, fmt);
@@ -164,6 +205,7 @@ void mt_init(void)
 		become_child(false);
 		goto out;
 	}
+	note_stderr();
 	mt_real_resolve();
 	mt_config_load();
 	if (!mt_config.enable) {

@@ -43,4 +43,11 @@ void memtrace_capture_fail(uint32_t stack, unsigned fn, unsigned kind, uint64_t 
  */
 bool memtrace_capture_runtime_active(void);
 
+/*
+ * One line, "memtrace: " and text, said as libmemtrace.so says its own: on
+ * the standard error the process was given, and not at all once the
+ * program has put a file of its own at descriptor 2.
+ */
+void memtrace_capture_say(const char *text);
+
 #endif

@@ -80,6 +80,34 @@ def test_planted_symlink_is_not_followed():
     shutil.rmtree(d)
 
 
+def test_no_word_into_a_reused_stderr():
+    """A program that closes its standard error and opens a file of its own
+    at descriptor 2, then fills the disk of the trace: memtrace's line about
+    the full disk went into the program's file. Its file holds its own two
+    lines, and memtrace says nothing, having nowhere to say it."""
+    mnt = workdir()
+    check(subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt]).returncode == 0,
+          "cannot mount a 1 MiB tmpfs")
+    d = workdir()
+    try:
+        own = b"the program's own first line\nthe program's own last line\n"
+        log = os.path.join(d, "daemon.log")
+        plain = run([program("stderr-reuse"), log, "200000"])
+        with open(log, "rb") as f:
+            check(plain.returncode == 0 and f.read() == own, f"the plain run: {plain.returncode}")
+        trace = os.path.join(mnt, "t.bin")
+        traced = run_traced([program("stderr-reuse"), log, "200000"], trace)
+        with open(log, "rb") as f:
+            got = f.read()
+        check(traced.returncode == 0 and traced.stderr == b"", f"traced: {traced.returncode} {traced.stderr!r}")
+        check(got == own, f"the program's file holds {got!r}")
+        out = run([BIN, "dump", "--summary", trace])
+        check(out.returncode == 0, f"the trace of a full disk is not readable: {out.stderr!r}")
+    finally:
+        subprocess.run(["umount", mnt])
+        shutil.rmtree(d)
+
+
 def place_id(path):
     st = os.lstat(path)
     return (st.st_mode, st.st_ino, st.st_rdev)
@@ -211,6 +239,7 @@ main({
     "unwritable_path": test_unwritable_path,
     "full_disk": test_full_disk,
     "planted_symlink_is_not_followed": test_planted_symlink_is_not_followed,
+    "no_word_into_a_reused_stderr": test_no_word_into_a_reused_stderr,
     "trace_name_not_a_file_is_left_alone": test_trace_name_not_a_file_is_left_alone,
     "memtrace_run_refuses_a_name_not_a_file": test_memtrace_run_refuses_a_name_not_a_file,
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,

@@ -7,12 +7,17 @@
  * status test-cupti-inject.py compares with a run that loads nothing.
  *
  *   inject-host LIBRARY   load and initialize LIBRARY, then do the work
+ *   inject-host LIBRARY LOG   the same, with LOG, a file of its own, at
+ *                         descriptor 2 in place of its standard error (as a
+ *                         daemon's log) before the library is loaded
  *   inject-host           do the work only
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int work(void)
 {
@@ -33,6 +38,11 @@ static int work(void)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2) {
+		close(STDERR_FILENO);
+		if (open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) != STDERR_FILENO)
+			return 96;
+	}
 	if (argc > 1) {
 		void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 		int (*init)(void);

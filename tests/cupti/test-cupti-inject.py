@@ -3,7 +3,8 @@
 the driver would load it (inject-host dlopens it and calls
 InitializeInjection), under the real libmemtrace.so preload. memtrace must
 say in exactly one line that the driver's allocations are not traced, and the
-program's output and exit status must be what they are without memtrace.
+program's output and exit status must be what they are without memtrace; a
+program that put a file of its own at descriptor 2 gets nothing written into it.
 Also: the library exports InitializeInjection only and links no C++ runtime.
 
 Usage: test-cupti-inject.py INJECT_HOST LIBMEMTRACE_CUPTI LIBMEMTRACE
@@ -75,6 +76,18 @@ def test_under_preload(tmp):
     check(os.path.exists(os.path.join(tmp, "trace.bin")), "the preload wrote no trace")
 
 
+def test_stderr_reused(tmp):
+    """The program put a file of its own at descriptor 2 before the driver
+    loaded the module: memtrace's line must not go into it (it did, through
+    the module's own fprintf), and has nowhere else to go."""
+    log = os.path.join(tmp, "daemon.log")
+    r = run([HOST, CUPTI_LIB, log], True, tmp)
+    with open(log, "rb") as f:
+        got = f.read()
+    check(got == b"", f"the program's file at descriptor 2 holds {got!r}")
+    check(r.stderr == b"" and r.returncode == 3, f"{r.returncode} {r.stderr!r}")
+
+
 def test_without_preload(tmp):
     r = run([HOST, CUPTI_LIB], False, tmp)
     want = PREFIX + "libmemtrace.so is not loaded (run the program under memtrace run)"
@@ -87,6 +100,8 @@ def test_without_preload(tmp):
 test_exports()
 with tempfile.TemporaryDirectory() as tmp:
     test_under_preload(tmp)
+with tempfile.TemporaryDirectory() as tmp:
+    test_stderr_reused(tmp)
 with tempfile.TemporaryDirectory() as tmp:
     test_without_preload(tmp)
 sys.exit(1 if failures else 0)
