@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The analyzer's hash map (see map.h). Keys are mixed with a 64-bit
- * finalizer because addresses share their low bits (alignment) and stack
- * ids are small consecutive numbers. Entries land, move and are visited in
+ * The analyzer's hash map (see map.h). Entries land, move and are visited in
  * the same order whatever the slot layout, so the reports' tie orders do not
  * depend on it.
  *
@@ -14,9 +12,15 @@
 
 #include "map.h"
 
-static size_t slot_of(const struct mt_map *m, uint64_t key)
+/* The key that mixes to h: mt_map_mix undone, step by step (a shift of 33 undoes itself). */
+static uint64_t unmix(uint64_t h)
 {
-	return mt_map_home(m, key);
+	h ^= h >> 33;
+	h *= 0x9cb4b2f8129337dbull; /* the inverse of 0xc4ceb9fe1a85ec53 mod 2^64 */
+	h ^= h >> 33;
+	h *= 0x4f74430c22a54005ull; /* of 0xff51afd7ed558ccd */
+	h ^= h >> 33;
+	return h;
 }
 
 /*
@@ -75,20 +79,30 @@ void mt_map_free(struct mt_map *m)
 	mt_map_init(m, m->vsize);
 }
 
+/* The most entries cap slots hold: 3/4 of them, so that probe runs stay short. */
+static size_t limit_of(size_t cap)
+{
+	return cap / 4 * 3;
+}
+
 void *mt_map_get(const struct mt_map *m, uint64_t key)
 {
-	if (key == MT_MAP_EMPTY)
+	uint64_t h = mt_map_mix(key);
+
+	if (h == MT_MAP_EMPTY)
 		return m->spare_used ? val_at(m, m->cap) : NULL;
 	if (!m->cap)
 		return NULL;
-	for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = mt_map_home(m, h);; i = (i + 1) & (m->cap - 1)) {
 		uint64_t k = *key_at(m, i);
-		if (k == key)
+		if (k == h)
 			return val_at(m, i);
 		if (k == MT_MAP_EMPTY)
 			return NULL;
 	}
 }
+
+static void *put_mixed(struct mt_map *m, uint64_t h, bool *created);
 
 /* The table rebuilt at cap slots (a power of two that holds every entry). */
 static int rehash(struct mt_map *m, size_t cap)
@@ -96,6 +110,7 @@ static int rehash(struct mt_map *m, size_t cap)
 	struct mt_map n = *m;
 
 	n.cap = cap;
+	n.limit = limit_of(cap);
 	n.count = 0;
 	n.spare_used = false;
 	n.slots = malloc((n.cap + 1) << n.shift);
@@ -105,13 +120,13 @@ static int rehash(struct mt_map *m, size_t cap)
 		free(n.vals);
 		return -ENOMEM;
 	}
-	/* every key MT_MAP_EMPTY: all bits set */
+	/* every slot MT_MAP_EMPTY: all bits set */
 	memset(n.slots, 0xff, (n.cap + 1) << n.shift);
 	for (size_t i = 0; i < m->cap; i++) {
 		bool created;
 		uint64_t k = *key_at(m, i);
 		if (k != MT_MAP_EMPTY)
-			memcpy(mt_map_put(&n, k, &created), val_at(m, i), m->vsize);
+			memcpy(put_mixed(&n, k, &created), val_at(m, i), m->vsize);
 	}
 	if (m->spare_used) {
 		memcpy(val_at(&n, n.cap), val_at(m, m->cap), m->vsize);
@@ -133,32 +148,33 @@ int mt_map_reserve(struct mt_map *m, size_t n)
 {
 	size_t cap = m->cap ? m->cap : 16;
 
-	while ((m->count + n + 1) * 4 > cap * 3)
+	while (m->count + n + 1 > limit_of(cap))
 		cap *= 2;
 	return cap == m->cap ? 0 : rehash(m, cap);
 }
 
-void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
+/* mt_map_put of the key whose mix is h. */
+static void *put_mixed(struct mt_map *m, uint64_t h, bool *created)
 {
 	size_t i;
 
 	*created = false;
-	if ((m->count + 1) * 4 > m->cap * 3 && grow(m) < 0)
+	if (m->count >= m->limit && grow(m) < 0)
 		return NULL;
-	if (key == MT_MAP_EMPTY) {
+	if (h == MT_MAP_EMPTY) {
 		i = m->cap;
 		if (m->spare_used)
 			return val_at(m, i);
 		m->spare_used = true;
 	} else {
-		for (i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
+		for (i = mt_map_home(m, h);; i = (i + 1) & (m->cap - 1)) {
 			uint64_t k = *key_at(m, i);
-			if (k == key)
+			if (k == h)
 				return val_at(m, i);
 			if (k == MT_MAP_EMPTY)
 				break;
 		}
-		*key_at(m, i) = key;
+		*key_at(m, i) = h;
 	}
 	memset(val_at(m, i), 0, m->vsize);
 	m->count++;
@@ -166,10 +182,15 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
 	return val_at(m, i);
 }
 
+void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
+{
+	return put_mixed(m, mt_map_mix(key), created);
+}
+
 void mt_map_prefetch(const struct mt_map *m, uint64_t key)
 {
 	if (m->cap)
-		__builtin_prefetch(key_at(m, slot_of(m, key)));
+		__builtin_prefetch(key_at(m, mt_map_home(m, mt_map_mix(key))));
 }
 
 bool mt_map_del(struct mt_map *m, uint64_t key)
@@ -180,9 +201,9 @@ bool mt_map_del(struct mt_map *m, uint64_t key)
 bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 {
 	size_t mask = m->cap - 1, i, j;
-	uint64_t k;
+	uint64_t h = mt_map_mix(key), k;
 
-	if (key == MT_MAP_EMPTY) {
+	if (h == MT_MAP_EMPTY) {
 		if (!m->spare_used)
 			return false;
 		if (out)
@@ -193,9 +214,9 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 	}
 	if (!m->cap)
 		return false;
-	for (i = slot_of(m, key);; i = (i + 1) & mask) {
+	for (i = mt_map_home(m, h);; i = (i + 1) & mask) {
 		k = *key_at(m, i);
-		if (k == key)
+		if (k == h)
 			break;
 		if (k == MT_MAP_EMPTY)
 			return false;
@@ -205,7 +226,7 @@ bool mt_map_take(struct mt_map *m, uint64_t key, void *out)
 	/* Backward shift: pull later entries of the probe run into the hole if their home allows.
 	 */
 	for (j = (i + 1) & mask; (k = *key_at(m, j)) != MT_MAP_EMPTY; j = (j + 1) & mask) {
-		size_t home = slot_of(m, k);
+		size_t home = mt_map_home(m, k);
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			copy_words(key_at(m, i), key_at(m, j), (size_t)1 << m->shift);
 			if (m->vals)
@@ -223,7 +244,7 @@ bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val)
 	for (; *i < m->cap; (*i)++) {
 		uint64_t k = *key_at(m, *i);
 		if (k != MT_MAP_EMPTY) {
-			*key = k;
+			*key = unmix(k);
 			*val = val_at(m, *i);
 			(*i)++;
 			return true;
@@ -231,7 +252,7 @@ bool mt_map_next(const struct mt_map *m, size_t *i, uint64_t *key, void **val)
 	}
 	/* the spare last, once: i steps past it */
 	if (*i == m->cap && m->spare_used) {
-		*key = MT_MAP_EMPTY;
+		*key = unmix(MT_MAP_EMPTY);
 		*val = val_at(m, m->cap);
 		(*i)++;
 		return true;

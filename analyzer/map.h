@@ -3,9 +3,12 @@
  * A hash map from a 64-bit key to a fixed-size value stored in place, for
  * the analyzer's tables (live blocks, stacks, per-stack figures). Open
  * addressing with linear probing and backward-shift deletion, so deleting
- * leaves no tombstones and a long replay does not slow down. An empty slot
- * holds the key MT_MAP_EMPTY (that key itself, should a caller use it,
- * lives in one spare slot after the table). A small value sits in the slot
+ * leaves no tombstones and a long replay does not slow down. A slot holds
+ * its key mixed (mt_map_mix, a bijection), not the key: the home of every
+ * entry a probe or a deletion's shift passes is in it, with no mixing again;
+ * the key comes back only for a walk (mt_map_next). An empty slot holds
+ * MT_MAP_EMPTY (the key that mixes to it, should a caller use it, lives in
+ * one spare slot after the table). A small value sits in the slot
  * next to its key, so a lookup costs one cache miss; a large one sits in a
  * parallel array, so that probing runs over densely packed keys.
  *
@@ -30,6 +33,7 @@ struct mt_map {
 	unsigned shift; /* log2 of the bytes a slot */
 	size_t cap;     /* a power of two, or 0 */
 	size_t count;   /* the spare's key included */
+	size_t limit;   /* the count at which a new key grows it first: 3/4 of cap */
 	bool spare_used;
 };
 
@@ -66,15 +70,24 @@ int mt_map_copy(struct mt_map *dst, const struct mt_map *src);
 #define MT_MAP_VOFF(vsize)  ((vsize) % 16 == 0 ? 16u : 8u)
 #define MT_MAP_SHIFT(vsize) ((vsize) + MT_MAP_VOFF(vsize) <= 16 ? 4u : 5u)
 
-/* The slot where a look-up of key begins. */
-static inline size_t mt_map_home(const struct mt_map *m, uint64_t key)
+/*
+ * A key as its slot holds it: a 64-bit finalizer, because addresses share
+ * their low bits (alignment) and stack ids are small consecutive numbers.
+ */
+static inline uint64_t mt_map_mix(uint64_t key)
 {
 	key ^= key >> 33;
 	key *= 0xff51afd7ed558ccdull;
 	key ^= key >> 33;
 	key *= 0xc4ceb9fe1a85ec53ull;
 	key ^= key >> 33;
-	return (size_t)key & (m->cap - 1);
+	return key;
+}
+
+/* The slot where a look-up of the key whose mix is h begins. */
+static inline size_t mt_map_home(const struct mt_map *m, uint64_t h)
+{
+	return (size_t)h & (m->cap - 1);
 }
 
 static inline uint64_t *mt_map_slot(const struct mt_map *m, size_t i, unsigned shift)
@@ -85,11 +98,13 @@ static inline uint64_t *mt_map_slot(const struct mt_map *m, size_t i, unsigned s
 static inline void *mt_map_get_small(const struct mt_map *m, uint64_t key, unsigned shift,
                                      size_t voff)
 {
-	if (key == MT_MAP_EMPTY || !m->cap)
+	uint64_t h = mt_map_mix(key);
+
+	if (h == MT_MAP_EMPTY || !m->cap)
 		return mt_map_get(m, key);
-	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = mt_map_home(m, h);; i = (i + 1) & (m->cap - 1)) {
 		uint64_t *k = mt_map_slot(m, i, shift);
-		if (*k == key)
+		if (*k == h)
 			return (char *)k + voff;
 		if (*k == MT_MAP_EMPTY)
 			return NULL;
@@ -99,15 +114,17 @@ static inline void *mt_map_get_small(const struct mt_map *m, uint64_t key, unsig
 static inline void *mt_map_put_small(struct mt_map *m, uint64_t key, bool *created, unsigned shift,
                                      size_t voff, size_t vsize)
 {
-	if (key == MT_MAP_EMPTY || (m->count + 1) * 4 > m->cap * 3)
+	uint64_t h = mt_map_mix(key);
+
+	if (h == MT_MAP_EMPTY || m->count >= m->limit)
 		return mt_map_put(m, key, created); /* the spare slot, or growth first */
 	*created = false;
-	for (size_t i = mt_map_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = mt_map_home(m, h);; i = (i + 1) & (m->cap - 1)) {
 		uint64_t *k = mt_map_slot(m, i, shift);
-		if (*k == key)
+		if (*k == h)
 			return (char *)k + voff;
 		if (*k == MT_MAP_EMPTY) {
-			*k = key;
+			*k = h;
 			memset((char *)k + voff, 0, vsize);
 			m->count++;
 			*created = true;
@@ -120,13 +137,13 @@ static inline bool mt_map_take_small(struct mt_map *m, uint64_t key, void *out, 
                                      size_t voff, size_t vsize)
 {
 	size_t mask = m->cap - 1, i, j;
-	uint64_t k, *hole;
+	uint64_t h = mt_map_mix(key), k, *hole;
 
-	if (key == MT_MAP_EMPTY || !m->cap)
+	if (h == MT_MAP_EMPTY || !m->cap)
 		return mt_map_take(m, key, out);
-	for (i = mt_map_home(m, key);; i = (i + 1) & mask) {
+	for (i = mt_map_home(m, h);; i = (i + 1) & mask) {
 		k = *mt_map_slot(m, i, shift);
-		if (k == key)
+		if (k == h)
 			break;
 		if (k == MT_MAP_EMPTY)
 			return false;

@@ -136,7 +136,8 @@ struct mt_instance_priv {
 	struct mt_map thread_index; /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
-	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold */
+	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold; a lean
+	 * replay's holds other instances' stacks only, its own_stat the rest */
 	struct mt_map stat_index[MT_KIND_COUNT];
 	/* while replaying, the same for the instance's own stacks by id, + 1: no hashing */
 	struct mt_by_stack own_stat[MT_KIND_COUNT];
@@ -916,21 +917,30 @@ static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uin
 			return 0;
 		}
 	}
-	idx = mt_map_put_small(&p->stat_index[kind], key, &created, MT_MAP_SHIFT(sizeof(*idx)),
-	                       MT_MAP_VOFF(sizeof(*idx)), sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	if (!created) {
-		if (own)
-			*own = (uint64_t)*idx + 1;
-		*out = *idx;
-		return 0;
+	/* a lean replay's own stacks are found by id only: its stat_index holds the others */
+	if (p->lean && own) {
+		idx = NULL;
+	} else {
+		idx = mt_map_put_small(&p->stat_index[kind], key, &created,
+		                       MT_MAP_SHIFT(sizeof(*idx)), MT_MAP_VOFF(sizeof(*idx)),
+		                       sizeof(*idx));
+		if (!idx)
+			return -ENOMEM;
+		if (!created) {
+			if (own)
+				*own = (uint64_t)*idx + 1;
+			*out = *idx;
+			return 0;
+		}
 	}
 	if (p->nstats == p->stats_cap && stats_grow(p) < 0) {
-		mt_map_del(&p->stat_index[kind], key);
+		if (idx)
+			mt_map_del(&p->stat_index[kind], key);
 		return -ENOMEM;
 	}
-	i = *idx = p->nstats++;
+	i = p->nstats++;
+	if (idx)
+		*idx = i;
 	if (own)
 		*own = (uint64_t)i + 1;
 	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
@@ -2087,7 +2097,13 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 	struct mt_stack_stats lean;
 
 	(void)r;
-	for (int kind = 0; kind < MT_KIND_COUNT; kind++) {
+	/* a lean replay's stat_index holds only other instances' stacks: in the order made */
+	for (uint32_t i = 0; in->priv->lean && i < in->priv->nstats; i++) {
+		int ret = fn(ctx, stat_view(in->priv, i, &lean));
+		if (ret)
+			return ret;
+	}
+	for (int kind = 0; kind < MT_KIND_COUNT && !in->priv->lean; kind++) {
 		uint64_t key;
 		void *v;
 		int ret;

@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1008,6 +1009,8 @@ static int round_at(struct mt_ring *c, uint64_t w)
 	c->stats.rounds++;
 	c->last_keyframe_bytes = c->stats.keyframe_bytes - before;
 	c->since_round = 0;
+	/* what the tables left as they doubled since is free heap: the system gets its pages */
+	malloc_trim(0);
 	return release(c);
 }
 

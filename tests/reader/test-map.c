@@ -20,6 +20,8 @@ struct big {
 };
 
 static uint64_t keys[KEYS];
+/* The key that mixes to MT_MAP_EMPTY: the one kept in the spare slot after the table. */
+#define SPARE_KEY 0x89a5850e63c5f8aaull
 static bool present[KEYS];
 
 static uint64_t next_random(uint64_t *r)
@@ -99,11 +101,12 @@ static void run(size_t vsize, size_t align)
 		keys[k] = next_random(&r) >> (k % 40); /* small keys collide on their low bits */
 		present[k] = false;
 	}
-	keys[0] = MT_MAP_EMPTY;
+	keys[0] = SPARE_KEY;
 	keys[1] = 0;
+	keys[2] = MT_MAP_EMPTY; /* a key like another */
 	mt_map_init(&m, vsize);
-	CHECK(!mt_map_get(&m, MT_MAP_EMPTY));
-	CHECK(!mt_map_take(&m, MT_MAP_EMPTY, out));
+	CHECK(!mt_map_get(&m, SPARE_KEY));
+	CHECK(!mt_map_take(&m, SPARE_KEY, out));
 	for (int round = 0; round < 40000; round++) {
 		size_t k = next_random(&r) % KEYS;
 		if (present[k]) {
@@ -130,15 +133,15 @@ static void run(size_t vsize, size_t align)
 	check_all(&m, vsize, live);
 	reserve_then_fill(&m, vsize, &live);
 	present[0] = true; /* the empty-slot key is kept apart: check it survives a copy */
-	if (!mt_map_get(&m, MT_MAP_EMPTY)) {
-		stamp(mt_map_put(&m, MT_MAP_EMPTY, &created), vsize, MT_MAP_EMPTY * 3 + 1);
+	if (!mt_map_get(&m, SPARE_KEY)) {
+		stamp(mt_map_put(&m, SPARE_KEY, &created), vsize, SPARE_KEY * 3 + 1);
 		live++;
 	}
 	CHECK_EQ(mt_map_copy(&copy, &m), 0);
 	mt_map_free(&m);
 	check_all(&copy, vsize, live);
-	CHECK(mt_map_del(&copy, MT_MAP_EMPTY));
-	CHECK(!mt_map_del(&copy, MT_MAP_EMPTY));
+	CHECK(mt_map_del(&copy, SPARE_KEY));
+	CHECK(!mt_map_del(&copy, SPARE_KEY));
 	present[0] = false;
 	check_all(&copy, vsize, live - 1);
 	mt_map_free(&copy);
@@ -159,7 +162,7 @@ static void run(size_t vsize, size_t align)
 		for (int round = 0; round < 40000; round++) {                                      \
 			uint64_t key = next_random(&r) % 3000 << (round % 7);                      \
 			if (round % 1000 == 0)                                                     \
-				key = MT_MAP_EMPTY;                                                \
+				key = round % 2000 ? MT_MAP_EMPTY : SPARE_KEY;                     \
 			if (mt_map_get(&a, key)) {                                                 \
 				CHECK(mt_map_take(&a, key, out));                                  \
 				CHECK(mt_map_take_small(&b, key, out, MT_MAP_SHIFT(vsize),         \
@@ -186,6 +189,7 @@ static void run(size_t vsize, size_t align)
 
 int main(void)
 {
+	CHECK_EQ(mt_map_mix(SPARE_KEY), MT_MAP_EMPTY);
 	SAME_SLOTS(4);  /* a stat's index, a page's count */
 	SAME_SLOTS(16); /* a live block */
 	SAME_SLOTS(24);
