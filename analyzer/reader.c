@@ -1340,6 +1340,11 @@ int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_rec
 	return next_fast(c, ev) ? 2 : mt_cursor_next(c, rec, err);
 }
 
+bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev)
+{
+	return next_fast(c, ev);
+}
+
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
 /*

@@ -362,6 +362,14 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
  */
 int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
                          struct mt_error *err);
+/*
+ * The first step of mt_cursor_next_event alone, for a reader that takes
+ * many events in a row: true with the next record in *ev when it is an
+ * event read whole without the general decoder (nearly every one); false,
+ * with nothing of c changed, for anything else, which mt_cursor_next_event
+ * then reads.
+ */
+bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev);
 /* The record of an event, as mt_cursor_next gives it (rec->chunk is left alone). */
 void mt_event_record(const struct mt_event *ev, struct mt_record *rec);
 

@@ -413,6 +413,35 @@ static void test_merge_order(void)
  * that records follow failed and changes nothing; a SAMPLE after it does not
  * count (the sampler may finish one before the kernel ends it).
  */
+/*
+ * The feed takes a thread's records in a row while they are due before any
+ * other thread's (feed.c, run): a record of the same tick as another
+ * thread's next one, later in the file, still comes after it. Thread 101's
+ * first allocation is due first; its free at tick 10 is of the block
+ * thread 100 allocated at tick 10 in an earlier chunk.
+ */
+static void test_merge_tie_in_a_run(void)
+{
+	struct run run;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 8, 0);
+	tb_chunk(&b, 1, 100, 101, 0);
+	tb_alloc(&b, 5, MT_FN_MALLOC, 0x2000, 16, 0);
+	tb_free(&b, 10, 0x1000); /* after thread 100's alloc */
+	tb_free(&b, 11, 0x2000);
+	replay(&run, &b);
+	CHECK_EQ(host(&run, 1)->unknown_frees, 0);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 24);
+	CHECK_EQ(host(&run, 1)->live_bytes, 0);
+	CHECK(!run.out_of_order);
+	done(&run, &b);
+}
+
 static void test_exec_ends(void)
 {
 	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
@@ -681,6 +710,7 @@ int main(void)
 	test_peak_stacks_and_fails();
 	test_blocks_past_32_bits();
 	test_merge_order();
+	test_merge_tie_in_a_run();
 	test_exec_ends();
 	test_python();
 	test_feed_thread();
