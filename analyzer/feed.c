@@ -510,8 +510,9 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 }
 
 /* mt_feed_next when the ring runs short, the index is due to be published, or the unit is the
- * feed's own. */
-static int next_slow(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
+ * feed's own: out of line, so that the common case saves no registers. */
+static __attribute__((noinline)) int next_slow(struct mt_feed *f, const struct mt_unit **unit,
+                                               struct mt_error *err)
 {
 	for (;;) {
 		const struct mt_unit *u;
