@@ -228,6 +228,45 @@ static void heap_up(struct stream **h, uint32_t i)
 	}
 }
 
+/*
+ * After stream i's head was emitted as the first due: its next records
+ * decoded straight into the ring while they stay due before `next`, the
+ * stream due after it (NULL: none), in slots before `end`. The records of a
+ * process's only thread, or of one thread between two of another's, need no
+ * merge each. What ends the run (a record due after next's, a realloc's
+ * first half, one that the reader's fast path does not read, the end of the
+ * room) leaves the stream as advance does: 1 with its head, 0 or < 0.
+ */
+static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_t end)
+{
+	struct stream *s = &f->streams[i];
+	/* next's key and offset; none: later than any record */
+	uint64_t key = next ? mt_unit_key(&next->head) : UINT64_MAX;
+	uint64_t offset = next ? next->head.ev.offset : UINT64_MAX;
+
+	if (s->resume)
+		return advance(f, i); /* its records may be the keyframe's */
+	while (f->tail < end) {
+		struct mt_unit *u = &f->ring[f->tail & (RING - 1)];
+		if (!mt_cursor_next_fast(&s->cur, &u->ev))
+			break;
+		u->stream = i;
+		u->flags = 0;
+		if (u->ev.type == MT_REC_REALLOC && u->ev.old != 0) {
+			s->head = *u;
+			s->head.flags = MT_UNIT_FIRST_HALF;
+			return 1;
+		}
+		/* as due_before: a tie goes to the earlier offset (no record is in two streams) */
+		if (u->ev.time > key || (u->ev.time == key && u->ev.offset >= offset)) {
+			s->head = *u;
+			return 1;
+		}
+		f->tail++;
+	}
+	return advance(f, i);
+}
+
 static void emit(struct mt_feed *f, const struct mt_unit *u)
 {
 	f->ring[f->tail++ & (RING - 1)] = *u;
@@ -264,10 +303,14 @@ static void start(struct mt_feed *f)
 		f->done = true;
 }
 
-/* Emits the next record or half, after the chunk it opens, before the error after it: at most
- * four slots. */
-static void produce(struct mt_feed *f)
+/*
+ * Emits the next record or half, after the chunk it opens, and those of its
+ * stream due before any other's in slots before `end` (run), before the
+ * error after them: at most four slots more than the run's.
+ */
+static void produce(struct mt_feed *f, uint64_t end)
 {
+	const struct stream *next = NULL;
 	struct stream *s;
 	uint32_t i;
 	int ret;
@@ -293,7 +336,11 @@ static void produce(struct mt_feed *f)
 		heap_down(f->heap, f->nheap, 0);
 		return;
 	}
-	ret = advance(f, i);
+	/* the stream due after s: the first of the heap's second row */
+	if (f->nheap > 1)
+		next = f->nheap == 2 || due_before(f->heap[1], f->heap[2]) ? f->heap[1]
+		                                                           : f->heap[2];
+	ret = run(f, i, next, end);
 	if (ret < 0) {
 		emit_error(f, ret);
 		return;
@@ -350,7 +397,7 @@ static void finish(struct mt_feed *f)
 /* Makes units until the last, an error, or the replay stops the feed. */
 static void produce_all(struct mt_feed *f)
 {
-	uint64_t last_pub = 0;
+	uint64_t last_pub = 0, end;
 
 	while (!f->done && !atomic_load(&f->stop)) {
 		/* room for the four slots one record may take */
@@ -365,7 +412,9 @@ static void produce_all(struct mt_feed *f)
 			if (atomic_load(&f->stop))
 				return;
 		}
-		produce(f);
+		/* a run up to the next publication, a slot left for an error after it */
+		end = last_pub + PUBLISH;
+		produce(f, end < f->head_seen + RING - 1 ? end : f->head_seen + RING - 1);
 		if (f->tail - last_pub >= PUBLISH)
 			publish(f, &f->tail_pub, last_pub = f->tail);
 	}
@@ -395,7 +444,7 @@ static bool top_up(struct mt_feed *f)
 {
 	if (!f->threaded) {
 		while (!f->done && f->tail - f->head < AHEAD + PUBLISH)
-			produce(f);
+			produce(f, f->head + AHEAD + PUBLISH);
 		f->tail_seen = f->tail;
 		f->fin_seen = f->done;
 		return f->tail_seen > f->head;
@@ -461,8 +510,9 @@ static int record_of(struct mt_feed *f, const struct mt_unit *u, struct mt_error
 }
 
 /* mt_feed_next when the ring runs short, the index is due to be published, or the unit is the
- * feed's own. */
-static int next_slow(struct mt_feed *f, const struct mt_unit **unit, struct mt_error *err)
+ * feed's own: out of line, so that the common case saves no registers. */
+static __attribute__((noinline)) int next_slow(struct mt_feed *f, const struct mt_unit **unit,
+                                               struct mt_error *err)
 {
 	for (;;) {
 		const struct mt_unit *u;

@@ -4,10 +4,12 @@
  * of the replay. Its producer decodes each thread's chunks and merges the
  * threads by ticks, ties broken by file offset, the two halves of a realloc
  * or mremap each at its own time (t0, then t1: docs/trace-format.md), into
- * a ring of units that the replay takes in turn. Given a thread, the
- * producer runs on it, on another core, while the replay applies what it
- * made; otherwise the replay runs the producer itself whenever the ring
- * runs short. Either way the units are the same, and so is every error.
+ * a ring of units that the replay takes in turn: a thread's records due
+ * before any other's next one go into the ring in a row, straight from the
+ * reader's fast path, without a merge step each (a process of one thread
+ * merges nothing). Given a thread, the producer runs on it, on another
+ * core, while the replay applies what it made; otherwise the replay runs
+ * the producer itself whenever the ring runs short. Either way the units are the same, and so is every error.
  *
  * A unit of an ALLOC, FREE or REALLOC holds the record's fields (struct
  * mt_event): 64 bytes, where a struct mt_record takes kilobytes. Any other

@@ -254,7 +254,8 @@ static int add_slot(struct mt_trace *t, uint64_t offset, uint32_t size, enum mt_
 		t->slots = s;
 		*cap = n;
 	}
-	t->slots[t->slot_count++] = (struct mt_chunk_slot){offset, size, state, t->slot_count};
+	t->slots[t->slot_count++] = (struct mt_chunk_slot){
+	        .offset = offset, .size = size, .state = state, .seq = t->slot_count};
 	return 0;
 }
 
@@ -307,14 +308,121 @@ static inline bool skip_varints(const uint8_t **p, const uint8_t *end, unsigned 
 	return true;
 }
 
-static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc)
+/*
+ * A varint of the payload [*p, end): false when it runs past end or past
+ * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
+ * four bytes, nearly every field, is then taken without a loop. `roomy`
+ * says lim is far enough for every field of the record: then a field of up
+ * to four bytes is not checked against end, and the caller checks once
+ * that the last one ended inside the payload.
+ */
+static inline __attribute__((always_inline)) bool field(const uint8_t **p, const uint8_t *end,
+                                                        const uint8_t *lim, bool roomy, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x;
+	unsigned n;
+
+	if (roomy || lim - q >= 4) {
+		x = q[0];
+		if (x < 0x80) {
+			n = 1;
+			goto done;
+		}
+		x = (x & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7;
+		if (q[1] < 0x80) {
+			n = 2;
+			goto done;
+		}
+		x |= (uint64_t)(q[2] & 0x7f) << 14;
+		if (q[2] < 0x80) {
+			n = 3;
+			goto done;
+		}
+		x |= (uint64_t)(q[3] & 0x7f) << 21;
+		if (q[3] < 0x80) {
+			n = 4;
+			goto done;
+		}
+	}
+	return q <= end && mt_get_varint(p, end, v) == 0;
+done:
+	if (!roomy && n > (size_t)(end - q))
+		return false; /* it runs past the payload */
+	*v = x;
+	*p = q + n;
+	return true;
+}
+
+/* One more event for *s: the records of a skim come in file order, so a later one of equal time
+ * is later by offset too. */
+static inline void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
+{
+	s->first_time = time < s->first_time ? time : s->first_time;
+	s->last_time = time > s->last_time ? time : s->last_time;
+	if (time >= s->latest_time) {
+		s->latest_time = time;
+		s->latest_offset = offset;
+	}
+	s->events++;
+}
+
+/*
+ * The times of a record that mt_cursor_skim reads without the general
+ * decoder, at p in [p, end), as it reads them: true with its time step in
+ * *dt and its end in *next; false for any other.
+ */
+static inline __attribute__((always_inline)) bool skim_fast(const uint8_t *p, const uint8_t *end,
+                                                            uint64_t *dt, const uint8_t **next)
+{
+	const uint8_t *q = p + 1;
+
+	/* a short record: its time, the rest stepped over */
+	if (p < end && mt_record_is_short(*p)) {
+		if (field(&q, end, end, false, dt) &&
+		    skip_varints(&q, end, mt_short_fields(*p) - 1)) {
+			*next = q;
+			return true;
+		}
+	}
+	/* an event whose length is one byte, its time a whole varint inside it */
+	if (end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP && p[1] < 0x80 &&
+	    p[1] <= end - p - 2) {
+		q = p + 2;
+		if (field(&q, p + 2 + p[1], end, false, dt)) {
+			*next = p + 2 + p[1];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The checksum walk over a sealed chunk (at file offset `off`, its time
+ * register starting at `ticks`), which skims its events too: while every
+ * record is one that skim_fast reads, *sk is what mt_cursor_skim would make
+ * of them, and *all says whether that held to the end.
+ */
+static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc, uint64_t off,
+                      uint64_t ticks, struct mt_skim *sk, bool *all)
 {
 	const uint8_t *start = chunk + hdr, *end = chunk + size;
 	const uint8_t *p = start;
+	uint64_t time = ticks, dt;
+	bool events = true;
 
+	memset(sk, 0, sizeof(*sk));
+	sk->first_time = UINT64_MAX;
 	while (p < end && *p != MT_REC_END_OF_DATA) {
 		const uint8_t *q = p + 1;
 		uint64_t len;
+		if (events && skim_fast(p, end, &dt, &q)) {
+			time += (uint64_t)mt_unzigzag(dt);
+			skimmed(sk, time, off + (uint64_t)(p - chunk));
+			p = q;
+			continue;
+		}
+		events = false;
 		if (mt_record_is_short(*p)) {
 			if (!skip_varints(&q, end, mt_short_fields(*p)))
 				return false;
@@ -325,6 +433,7 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_
 			return false;
 		p = q + len;
 	}
+	*all = events;
 	return mt_crc32c(start, (size_t)(p - start)) == crc;
 }
 
@@ -370,8 +479,10 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			r = add_slot(t, off, ch.size, MT_SLOT_CUT, &cap, err);
 			break;
 		} else {
-			bool ok = !ch.crc32c ||
-			          sealed_ok(t->data + off, t->chunk_header, ch.size, ch.crc32c);
+			struct mt_skim sk;
+			bool all = false;
+			bool ok = !ch.crc32c || sealed_ok(t->data + off, t->chunk_header, ch.size,
+			                                  ch.crc32c, off, ch.base_ticks, &sk, &all);
 			if (ch.crc32c)
 				mt_reader_release(t, off,
 				                  ch.size); /* read whole; next needed later */
@@ -379,6 +490,10 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			             err);
 			t->slots[t->slot_count - 1].seq =
 			        t->chunk_header > MT_CHUNK_HEADER_V3 ? ch.seq : t->slot_count - 1;
+			if (ch.crc32c && ok && all) {
+				t->slots[t->slot_count - 1].skimmed = true;
+				t->slots[t->slot_count - 1].skim = sk;
+			}
 			/* the clock's pairs now: the chunk's pages are let go of below */
 			if (ok)
 				mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
@@ -1114,52 +1229,6 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 	return d->bad ? bad_fields(err, rec, d) : 0;
 }
 
-/*
- * A varint of the payload [*p, end): false when it runs past end or past
- * 64 bits. The bytes up to lim (the chunk's end) may be read: one of up to
- * four bytes, nearly every field, is then taken without a loop. `roomy`
- * says lim is far enough for every field of the record: then a field of up
- * to four bytes is not checked against end, and the caller checks once
- * that the last one ended inside the payload.
- */
-static inline __attribute__((always_inline)) bool field(const uint8_t **p, const uint8_t *end,
-                                                        const uint8_t *lim, bool roomy, uint64_t *v)
-{
-	const uint8_t *q = *p;
-	uint64_t x;
-	unsigned n;
-
-	if (roomy || lim - q >= 4) {
-		x = q[0];
-		if (x < 0x80) {
-			n = 1;
-			goto done;
-		}
-		x = (x & 0x7f) | (uint64_t)(q[1] & 0x7f) << 7;
-		if (q[1] < 0x80) {
-			n = 2;
-			goto done;
-		}
-		x |= (uint64_t)(q[2] & 0x7f) << 14;
-		if (q[2] < 0x80) {
-			n = 3;
-			goto done;
-		}
-		x |= (uint64_t)(q[3] & 0x7f) << 21;
-		if (q[3] < 0x80) {
-			n = 4;
-			goto done;
-		}
-	}
-	return q <= end && mt_get_varint(p, end, v) == 0;
-done:
-	if (!roomy && n > (size_t)(end - q))
-		return false; /* it runs past the payload */
-	*v = x;
-	*p = q + n;
-	return true;
-}
-
 /* Bytes past a record's payload start that every field of an event may read, up to four each. */
 #define ROOMY 64
 
@@ -1340,6 +1409,11 @@ int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_rec
 	return next_fast(c, ev) ? 2 : mt_cursor_next(c, rec, err);
 }
 
+bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev)
+{
+	return next_fast(c, ev);
+}
+
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
 /*
@@ -1406,19 +1480,6 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
 	return r;
 }
 
-/* One more event for *s: the records of a skim come in file order, so a later one of equal time
- * is later by offset too. */
-static inline void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
-{
-	s->first_time = time < s->first_time ? time : s->first_time;
-	s->last_time = time > s->last_time ? time : s->last_time;
-	if (time >= s->latest_time) {
-		s->latest_time = time;
-		s->latest_offset = offset;
-	}
-	s->events++;
-}
-
 int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec,
                    struct mt_error *err)
 {
@@ -1427,32 +1488,16 @@ int mt_cursor_skim(struct mt_cursor *c, struct mt_skim *s, struct mt_record *rec
 	memset(s, 0, sizeof(*s));
 	s->first_time = UINT64_MAX;
 	for (;;) {
-		const uint8_t *p = c->pos;
+		const uint8_t *p = c->pos, *q;
 		uint64_t dt;
 		int r;
 
-		/* a short record: its time, the rest stepped over (a skim keeps no other register)
-		 */
-		if (!c->done && p < c->end && mt_record_is_short(*p)) {
-			const uint8_t *q = p + 1;
-			if (field(&q, c->end, c->end, false, &dt) &&
-			    skip_varints(&q, c->end, mt_short_fields(*p) - 1)) {
-				c->time += (uint64_t)mt_unzigzag(dt);
-				skimmed(s, c->time, (uint64_t)(p - base));
-				c->pos = q;
-				continue;
-			}
-		}
-		/* an event whose length is one byte, its time a whole varint inside it */
-		if (!c->done && c->end - p > 2 && *p >= MT_REC_ALLOC && *p <= MT_REC_MREMAP &&
-		    p[1] < 0x80 && p[1] <= c->end - p - 2) {
-			const uint8_t *q = p + 2;
-			if (field(&q, p + 2 + p[1], c->end, false, &dt)) {
-				c->time += (uint64_t)mt_unzigzag(dt);
-				skimmed(s, c->time, (uint64_t)(p - base));
-				c->pos = p + 2 + p[1];
-				continue;
-			}
+		/* a skim keeps no register but the time */
+		if (!c->done && skim_fast(p, c->end, &dt, &q)) {
+			c->time += (uint64_t)mt_unzigzag(dt);
+			skimmed(s, c->time, (uint64_t)(p - base));
+			c->pos = q;
+			continue;
 		}
 		r = mt_cursor_next(c, rec, err);
 		if (r <= 0 || !mt_record_is_event(rec->type))

@@ -48,11 +48,28 @@ enum mt_slot_state {
 	MT_SLOT_DAMAGED,
 };
 
+/* What mt_cursor_skim found of the event records it passed over (or the open's walk: see
+ * mt_chunk_slot). */
+struct mt_skim {
+	uint64_t events;
+	uint64_t first_time, last_time; /* the least and the greatest of their times */
+	/* the latest of them by (time, offset), replay order */
+	uint64_t latest_time, latest_offset;
+};
+
 struct mt_chunk_slot {
 	uint64_t offset;
 	uint32_t size; /* 0 when unknown */
 	uint8_t state; /* enum mt_slot_state */
-	uint64_t seq;  /* the chunk header's (version 4), else the slot's place in the file */
+	/*
+	 * Every record of the chunk is an event that mt_cursor_skim reads
+	 * without the general decoder, and skim is what it would find: the
+	 * open's checksum walk, which steps over every record anyway, took
+	 * their times, and a first pass need not read the chunk again.
+	 */
+	bool skimmed;
+	uint64_t seq; /* the chunk header's (version 4), else the slot's place in the file */
+	struct mt_skim skim;
 };
 
 struct mt_trace {
@@ -362,16 +379,16 @@ int mt_cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *
  */
 int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
                          struct mt_error *err);
+/*
+ * The first step of mt_cursor_next_event alone, for a reader that takes
+ * many events in a row: true with the next record in *ev when it is an
+ * event read whole without the general decoder (nearly every one); false,
+ * with nothing of c changed, for anything else, which mt_cursor_next_event
+ * then reads.
+ */
+bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev);
 /* The record of an event, as mt_cursor_next gives it (rec->chunk is left alone). */
 void mt_event_record(const struct mt_event *ev, struct mt_record *rec);
-
-/* What mt_cursor_skim found of the event records it passed over. */
-struct mt_skim {
-	uint64_t events;
-	uint64_t first_time, last_time; /* the least and the greatest of their times */
-	/* the latest of them by (time, offset), replay order */
-	uint64_t latest_time, latest_offset;
-};
 
 /*
  * Reads on over event records, taking only their times (a first pass: the

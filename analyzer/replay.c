@@ -628,6 +628,12 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		}
 		if (!in->pid)
 			in->pid = c.chunk.pid;
+		if (trace->slots[slot].skimmed) {
+			/* events alone, their times taken by the open's checksum walk */
+			first_pass_events(r, in, &trace->slots[slot].skim);
+			mt_reader_release(trace, c.chunk.offset, c.chunk.avail);
+			continue;
+		}
 		c.skim_events = true; /* events are replayed in the second pass */
 		for (;;) {
 			struct mt_skim sk;

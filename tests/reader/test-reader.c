@@ -1094,6 +1094,73 @@ static void test_reach_records(void)
 	tb_free_buf(&b);
 }
 
+/* Seals the chunk being written: its checksum, as the writer gives it up with. */
+static void seal(struct tb *b)
+{
+	struct mt_chunk_header *ch = (struct mt_chunk_header *)(b->buf + b->chunk);
+
+	ch->crc32c = mt_crc32c(b->buf + b->chunk + sizeof(*ch), b->pos - b->chunk - sizeof(*ch));
+}
+
+/*
+ * The open's checksum walk skims a sealed chunk of events alone (reader.h,
+ * mt_chunk_slot): its figures are mt_cursor_skim's, times out of order and
+ * ties included; a chunk with any other record, one not sealed and one that
+ * fails its checksum are left to the first pass.
+ */
+static void test_open_skims(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_skim sk;
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+	size_t last;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 0);
+	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	tb_alloc(&b, 5, MT_FN_MALLOC, 0x1000, 8, 1);
+	seal(&b); /* 0: a PROCESS */
+	tb_chunk(&b, 1, 100, 100, 40);
+	tb_short_malloc(&b, 50, 0x2000, 16, 2);
+	tb_alloc(&b, 40, MT_FN_CALLOC, 0x3000, 16, 3);
+	tb_short_free(&b, 60, 0x2000);
+	last = tb_free(&b, 60, 0x3000);
+	tb_short_malloc(&b, 45, 0x4000, 16, 2);
+	seal(&b); /* 1: skimmed */
+	tb_chunk(&b, 1, 100, 100, 70);
+	tb_short_malloc(&b, 71, 0x5000, 16, 2);
+	tb_sample(&b, 72, 1000, (const uint64_t[MT_SAMPLE_FIELD_COUNT]){0}, MT_SAMPLE_FIELD_COUNT);
+	seal(&b); /* 2: a SAMPLE */
+	tb_chunk(&b, 1, 100, 100, 80);
+	tb_short_free(&b, 81, 0x5000); /* 3: not sealed */
+	tb_chunk(&b, 1, 100, 100, 90);
+	tb_short_malloc(&b, 91, 0x6000, 16, 2);
+	seal(&b);
+	b.buf[b.pos - 1] ^= 1; /* 4: damaged */
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_reader_chunk_slots(&t), 5);
+	CHECK(!t.slots[0].skimmed);
+	CHECK(t.slots[1].skimmed);
+	CHECK_EQ(t.slots[1].skim.events, 5);
+	CHECK_EQ(t.slots[1].skim.first_time, 40);
+	CHECK_EQ(t.slots[1].skim.last_time, 60);
+	CHECK_EQ(t.slots[1].skim.latest_time, 60);
+	CHECK_EQ(t.slots[1].skim.latest_offset, last); /* the later of the two at 60 */
+	CHECK_EQ(mt_cursor_init(&c, &t, 1, &err), 1);
+	c.skim_events = true;
+	CHECK_EQ(mt_cursor_skim(&c, &sk, &rec, &err), 0);
+	CHECK(!memcmp(&sk, &t.slots[1].skim, sizeof(sk)));
+	CHECK(!t.slots[2].skimmed);
+	CHECK(!t.slots[3].skimmed);
+	CHECK_EQ(t.slots[4].state, MT_SLOT_DAMAGED);
+	CHECK(!t.slots[4].skimmed);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 /*
  * include/memtrace/bytes.h, the one reading of a byte count that
  * MEMTRACE_SAMPLING, memtrace run --sampling and check's limits share.
@@ -1246,6 +1313,7 @@ int main(void)
 	test_python_frames();
 	test_reach_records();
 	test_short_records();
+	test_open_skims();
 	test_short_sample();
 	test_random_damage();
 	test_parse_bytes();

@@ -95,6 +95,14 @@ static const struct mt_kind_stats *mm(struct run *run, uint32_t id)
 	return in ? &in->kind[MT_KIND_MMAP] : &none;
 }
 
+/* A trace whose first chunk is thread 100's of process 100 (instance 1), its PROCESS at tick 1. */
+static void one_process(struct tb *b)
+{
+	tb_init(b, CHUNK);
+	tb_chunk(b, 1, 100, 100, 0);
+	tb_process(b, 1, 100, 1, 0, 0, "/p", "p", 1);
+}
+
 /*
  * realloc frees its old block at t0: another thread that gets that address
  * between t0 and t1 must not lose its block when the realloc record (at t1)
@@ -105,9 +113,7 @@ static void test_realloc(void)
 	struct run run;
 	struct tb b;
 
-	tb_init(&b, CHUNK);
-	tb_chunk(&b, 1, 100, 100, 0);
-	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	one_process(&b);
 	tb_alloc(&b, 5, MT_FN_MALLOC, 0xA000, 100, 1);
 	tb_realloc(&b, 20, 10, 0xA000, 0xB000, 200, 2);
 	tb_realloc(&b, 30, 25, 0, 0xC000, 7, 3);      /* realloc(NULL, 7) */
@@ -136,9 +142,7 @@ static void test_munmap_split(void)
 	struct run run;
 	struct tb b;
 
-	tb_init(&b, CHUNK);
-	tb_chunk(&b, 1, 100, 100, 0);
-	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	one_process(&b);
 	tb_mmap(&b, 10, m, 8 * PAGE, 1);
 	tb_munmap(&b, 20, m + 3 * PAGE, 2 * PAGE); /* the middle: two ranges */
 	tb_munmap(&b, 30, m, 100); /* a length rounded up to a page: trims the head */
@@ -341,9 +345,7 @@ static void test_peak_stacks_and_fails(void)
 	struct run run;
 	struct tb b;
 
-	tb_init(&b, CHUNK);
-	tb_chunk(&b, 1, 100, 100, 0);
-	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	one_process(&b);
 	tb_stack(&b, 1, 2, frames);
 	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 100, 1);
 	tb_alloc(&b, 20, MT_FN_MALLOC, 0x2000, 50, 2); /* peak 150: stack 1 100, stack 2 50 */
@@ -385,9 +387,7 @@ static void test_merge_order(void)
 	struct tb b;
 	uint64_t t = 100;
 
-	tb_init(&b, CHUNK);
-	tb_chunk(&b, 1, 100, 100, 0);
-	tb_process(&b, 1, 100, 1, 0, 0, "/p", "p", 1);
+	one_process(&b);
 	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 8, 0);
 	tb_chunk(&b, 1, 100, 101, 0);
 	tb_free(&b, 10, 0x1000); /* same time, later in the file: after the alloc */
@@ -413,6 +413,33 @@ static void test_merge_order(void)
  * that records follow failed and changes nothing; a SAMPLE after it does not
  * count (the sampler may finish one before the kernel ends it).
  */
+/*
+ * The feed takes a thread's records in a row while they are due before any
+ * other thread's (feed.c, run): a record of the same tick as another
+ * thread's next one, later in the file, still comes after it. Thread 101's
+ * first allocation is due first; its free at tick 10 is of the block
+ * thread 100 allocated at tick 10 in an earlier chunk.
+ */
+static void test_merge_tie_in_a_run(void)
+{
+	struct run run;
+	struct tb b;
+
+	one_process(&b);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0x1000, 8, 0);
+	tb_chunk(&b, 1, 100, 101, 0);
+	tb_alloc(&b, 5, MT_FN_MALLOC, 0x2000, 16, 0);
+	tb_free(&b, 10, 0x1000); /* after thread 100's alloc */
+	tb_free(&b, 11, 0x2000);
+	replay(&run, &b);
+	CHECK_EQ(host(&run, 1)->unknown_frees, 0);
+	CHECK_EQ(host(&run, 1)->frees, 2);
+	CHECK_EQ(host(&run, 1)->peak_bytes, 24);
+	CHECK_EQ(host(&run, 1)->live_bytes, 0);
+	CHECK(!run.out_of_order);
+	done(&run, &b);
+}
+
 static void test_exec_ends(void)
 {
 	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
@@ -681,6 +708,7 @@ int main(void)
 	test_peak_stacks_and_fails();
 	test_blocks_past_32_bits();
 	test_merge_order();
+	test_merge_tie_in_a_run();
 	test_exec_ends();
 	test_python();
 	test_feed_thread();
