@@ -108,13 +108,8 @@ void mt_process_exit_record(unsigned how, int status, bool interrupted)
 		struct mt_thread *t = &mt_self;
 		if (!t->base)
 			return;
-		if (*t->pos) {
-			const uint8_t *p = t->pos;
-			t->pos += p[1] & 0x80 ? ((size_t)(p[1] & 0x7f) |
-			                         (size_t)(p[2] & 0x7f) << 7 | (size_t)p[3] << 14) +
-			                                4
-			                      : (size_t)p[1] + 2;
-		}
+		if (*t->pos) /* a short record has no length byte: its varints say where it ends */
+			t->pos += mt_record_span(t->pos);
 		/* the room every chunk keeps (writer.c) is for this too */
 		t->end += MT_STOP_RESERVE;
 		if (t->pos > t->end || (size_t)(t->end - t->pos) < 4 + 4 * MT_MAX_VARINT)

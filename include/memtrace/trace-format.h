@@ -185,6 +185,28 @@ static inline unsigned mt_short_fields(unsigned type)
 }
 
 /*
+ * The bytes of the whole record at p: a short record's type byte and
+ * varints, another's type, length and payload. For a writer stepping over
+ * a record of its own that it published (preload/process.c: an _exit from
+ * a signal handler); a reader of untrusted bytes bounds every read itself
+ * (analyzer/reader.c).
+ */
+static inline size_t mt_record_span(const uint8_t *p)
+{
+	if (mt_record_is_short(*p)) {
+		const uint8_t *q = p + 1;
+
+		for (unsigned f = mt_short_fields(*p); f; f--)
+			while (*q++ & 0x80)
+				;
+		return (size_t)(q - p);
+	}
+	if (!(p[1] & 0x80))
+		return (size_t)p[1] + 2;
+	return ((size_t)(p[1] & 0x7f) | (size_t)(p[2] & 0x7f) << 7 | (size_t)p[3] << 14) + 4;
+}
+
+/*
  * Which function made an event. For the malloc family and mmap the memory
  * kind follows from it; records of the CUDA functions carry their kind.
  */

@@ -1227,6 +1227,26 @@ static void test_short_records(void)
 	tb_free_buf(&b);
 }
 
+/* mt_record_span (trace-format.h) over a record of every type, short ones too. */
+static void test_record_span(void)
+{
+	size_t off[MT_REC_TYPE_COUNT + 1];
+	struct tb b;
+
+	memset(off, 0, sizeof(off));
+	build_all(&b, off);
+	for (unsigned type = 1; type < MT_REC_TYPE_COUNT; type++) {
+		size_t next = b.pos; /* the record after it: the least start past its own */
+
+		CHECK(off[type] != 0);
+		for (unsigned other = 1; other < MT_REC_TYPE_COUNT; other++)
+			if (off[other] > off[type] && off[other] < next)
+				next = off[other];
+		CHECK_EQ(mt_record_span(b.buf + off[type]), next - off[type]);
+	}
+	tb_free_buf(&b);
+}
+
 static void test_parse_bytes(void)
 {
 	static const struct {
@@ -1313,6 +1333,7 @@ int main(void)
 	test_python_frames();
 	test_reach_records();
 	test_short_records();
+	test_record_span();
 	test_open_skims();
 	test_short_sample();
 	test_random_damage();
