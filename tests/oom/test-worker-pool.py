@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """samples/worker-pool: a parent with a 64 MiB dataset and 4 forked workers
-that each write their 16 MiB quarter. Each worker's Private_Dirty must grow
-by the bytes it touched (copy-on-write), and the tree's combined peak must
+that each write their 16 MiB quarter. Each worker's Private_Dirty must end at
+the bytes it touched (copy-on-write) and grow, and the tree's combined peak must
 count the parent once and each worker's copies: Pss about 128 MiB, RSS
 about 5 x 64 MiB (RSS counts the shared pages in every process)."""
 import os
@@ -29,8 +29,15 @@ def test_copy_on_write_per_worker_and_tree():
     for w in workers:
         mot = diagnosis(w, "memory_over_time")
         check(mot is not None and mot["samples"] >= 5, f"worker {w['pid']} has too few samples: {mot}")
-        grew = mot["private_dirty_last"] - mot["private_dirty_first"]
-        near(f"worker {w['pid']}'s Private_Dirty growth", grew, TOUCHED, 0.10)
+        # Private_Dirty is about 0 at the fork (every page is shared with the
+        # parent), so its last figure is the worker's copies: the bytes it
+        # touched. Its first figure is only as early as the worker's first
+        # sample, which a busy machine can delay past the first copies (1-5 MiB
+        # in 2 of 5 runs at a load of 12-15): the growth between the two is
+        # less then, and says so, so it is checked against the last figure.
+        first, last = mot["private_dirty_first"], mot["private_dirty_last"]
+        near(f"worker {w['pid']}'s last Private_Dirty", last, TOUCHED, 0.10)
+        check(first < last, f"worker {w['pid']}'s Private_Dirty did not grow: {first} -> {last}")
         check(mot["rss_peak"] >= DATASET, f"worker {w['pid']}'s RSS peak {mot['rss_peak']} is below the dataset")
         check(w["memories"]["host"]["inherited_bytes"] >= DATASET, f"worker {w['pid']} did not inherit the dataset")
 
