@@ -1344,8 +1344,6 @@ void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
 	}
 }
 
-/* An event whose length is one byte and whose payload is there whole, at c->pos: true and
- * read into *ev, or false with nothing of c changed. */
 /*
  * A short record (format 3) at c->pos read straight into *ev, as
  * short_record() reads it: false, with nothing of c changed, for one it does
@@ -1384,6 +1382,8 @@ static inline __attribute__((always_inline)) bool short_fast(struct mt_cursor *c
 	return true;
 }
 
+/* An event whose length is one byte and whose payload is there whole, at c->pos: true and
+ * read into *ev, or false with nothing of c changed. */
 static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
 {
 	const uint8_t *p = c->pos;

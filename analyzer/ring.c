@@ -189,20 +189,13 @@ static int map_to(struct mt_ring *c, uint64_t end)
 int mt_ring_open(struct mt_ring **out, const char *path)
 {
 	struct mt_ring *c = calloc(1, sizeof(*c));
-	struct stat st;
 	void *p;
 	int r;
 
 	*out = NULL;
 	if (!c)
 		return -ENOMEM;
-	/* a device or FIFO at the name is not a ring: never opened for writing as one */
-	c->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (c->fd >= 0 && (fstat(c->fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		close(c->fd);
-		c->fd = -1;
-		errno = EINVAL;
-	}
+	c->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (c->fd < 0) {
 		r = -errno;
 		free(c);

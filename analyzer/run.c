@@ -275,7 +275,7 @@ static int die_by(int sig)
 static bool read_header(const char *path, struct mt_file_header *h)
 {
 	/* O_NONBLOCK: a FIFO at the name would block the open */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	bool ok;
 

@@ -294,9 +294,7 @@ static void test_blocks_past_32_bits(void)
 	struct run run;
 	struct tb b;
 
-	tb_init(&b, CHUNK);
-	tb_chunk(&b, 1, 100, 100, 0);
-	tb_process(&b, 1, 100, 1, MT_ORIGIN_ROOT, 0, "/p", "p", 1);
+	one_process(&b);
 	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 5 * gib, 1);
 	tb_alloc(&b, 11, MT_FN_MALLOC, 0xB000, mark, 2);
 	tb_alloc(&b, 12, MT_FN_MALLOC, 0xC000, 100, 1);
