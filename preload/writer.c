@@ -220,17 +220,26 @@ static int place(const char *tmp, const char *name)
 
 /*
  * A trace is a file of its own: a name that stands for something else
- * (output-place.h) is left alone, and tracing is off.
+ * (output-place.h) is left alone, and tracing is off. So is NAME.old, where
+ * an earlier trace at the name would go.
  */
 static int refuse_place(const char *name)
 {
+	char old[PATH_MAX + 16];
 	int std = 0;
 	enum mt_place p = mt_output_place(name, &std);
 
+	if (p > MT_PLACE_FILE) {
+		mt_say("the trace %s %s; tracing is off", name, mt_output_place_why(p, std));
+		return p == MT_PLACE_DIR ? -EISDIR : -EEXIST;
+	}
+	snprintf(old, sizeof(old), "%s.old", name);
+	p = p == MT_PLACE_FILE ? mt_output_place(old, &std) : MT_PLACE_NONE;
 	if (p <= MT_PLACE_FILE)
 		return 0;
-	mt_say("the trace %s %s; tracing is off", name, mt_output_place_why(p, std));
-	return p == MT_PLACE_DIR ? -EISDIR : -EEXIST;
+	mt_say("the earlier trace would go to %s, which %s; tracing is off", old,
+	       mt_output_place_why(p, std));
+	return -EEXIST;
 }
 
 /*

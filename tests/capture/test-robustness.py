@@ -140,6 +140,19 @@ def test_trace_name_not_a_file_is_left_alone():
         check(after == before, f"{name}: the directory changed: {before} -> {after}")
         check(os.listdir(folder) == [], f"the trace went into the directory: {os.listdir(folder)}")
 
+    # an earlier trace at the name, and a device where it would be moved aside to
+    trace = os.path.join(d, "trace.bin")
+    run_traced(argv, trace)
+    os.rename(null, trace + ".old")
+    before = {n: place_id(os.path.join(d, n)) for n in os.listdir(d)}
+    traced = run_traced(argv, trace)
+    check((traced.returncode, traced.stdout) == (plain.returncode, plain.stdout),
+          f"NAME.old a device: the traced run differs: {traced.returncode} {traced.stdout!r}")
+    check(traced.stderr == plain.stderr + f"memtrace: the earlier trace would go to {trace}.old, which "
+          "is not a regular file; tracing is off\n".encode(), f"NAME.old a device: stderr {traced.stderr!r}")
+    after = {n: place_id(os.path.join(d, n)) for n in os.listdir(d)}
+    check(after == before, f"NAME.old a device: the directory changed: {before} -> {after}")
+
     # the program's standard output, by its name and through a link to /proc/self/fd/1
     out = os.path.join(d, "out.txt")
     stdout_link = os.path.join(d, "stdout")
