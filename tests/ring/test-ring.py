@@ -72,9 +72,13 @@ def test_same_as_full():
     # sampler's chunks from before the window may all have been reused: test-keyframes holds
     # such a sample for certain)
     dump = subprocess.run([BIN, "dump", ring_trace], capture_output=True, text=True, check=True)
-    times = [int(ms) * 1000000 + int(frac) for ms, frac in
-             re.findall(r"t=\+(\d+)\.(\d{6})ms SAMPLE", dump.stdout)]
-    in_window = sum(t >= ring["window"]["start_ns"] for t in times)
+    def ns(ms, frac):
+        return int(ms) * 1000000 + int(frac)
+
+    # the dump's times are from the file's creation, the window's from the process's start
+    started = ns(*re.search(r"t=\+(\d+)\.(\d{6})ms PROCESS", dump.stdout).groups())
+    times = [ns(ms, frac) for ms, frac in re.findall(r"t=\+(\d+)\.(\d{6})ms SAMPLE", dump.stdout)]
+    in_window = sum(t >= started + ring["window"]["start_ns"] for t in times)
     samples = ring["diagnosis"]["memory_over_time"]["samples"]
     check(0 < in_window <= len(times) and samples == in_window,
           f"{samples} samples in the report, {in_window} of the trace's {len(times)} in its window")
