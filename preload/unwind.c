@@ -527,8 +527,24 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
  */
 static int first_changed(const struct mt_walk *w, unsigned c)
 {
-	const struct mt_check *p = w->chk + w->first[c];
+	const struct mt_check *p = w->chk + w->first[c], *q = w->chk;
+	const struct mt_check *fours = q + (w->first[c] & ~3u);
+	uintptr_t diff = 0;
 
+	/*
+	 * Most checks find nothing changed (a loop allocating from one place
+	 * checks its whole stack, 26 words on bench small): every word is
+	 * compared first with no branch of its own, and only a check that
+	 * failed is run again to say where.
+	 */
+#define MT_CHECK_WORD(i) (*(const uintptr_t *)q[i].addr ^ q[i].val)
+	for (; q != fours; q += 4)
+		diff |= MT_CHECK_WORD(0) | MT_CHECK_WORD(1) | MT_CHECK_WORD(2) | MT_CHECK_WORD(3);
+	for (; q != p; q++)
+		diff |= MT_CHECK_WORD(0);
+#undef MT_CHECK_WORD
+	if (MT_LIKELY(!diff))
+		return -1;
 	while (p != w->chk) {
 		p--;
 		if (MT_UNLIKELY(*(const uintptr_t *)p->addr != p->val))
@@ -696,6 +712,15 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	int keep = -1;                              /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 
+	/*
+	 * The stack of the last walk again (a loop allocating from one place:
+	 * 7 allocations in 8 on bench small): what the loop below does when
+	 * its first state is the last walk's innermost, without its set-up.
+	 * A walk that was cut holds max states, so it stays cut.
+	 */
+	if (MT_LIKELY(w->n) && w->f[w->n - 1].ip == ip && w->f[w->n - 1].sp == sp &&
+	    (!w->f[w->n - 1].bp_live || w->f[w->n - 1].bp == bp) && first_changed(w, w->n - 1) < 0)
+		return w->truncated ? 0 : (int)w->n;
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
 		struct mt_frame *f = top - (k - 1);
