@@ -562,20 +562,29 @@ static int first_changed(const struct mt_walk *w, unsigned c)
  */
 static void finish_from(struct mt_walk *w, unsigned from)
 {
-	unsigned j = w->first[from];
+	/* in locals: every bool stored through w may alias any field of w for the compiler */
+	unsigned j = w->first[from], n = w->n;
+	struct mt_check *chk = w->chk;
+	uint16_t *chk_state = w->chk_state;
+	/* the state above uses the bp it carries over from this one */
+	bool passes_on =
+	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
 
-	for (unsigned i = from; i < w->n; i++) {
+	for (unsigned i = from; i < n; i++) {
 		struct mt_frame *f = &w->f[i];
-		f->bp_live = f->rbp_cfa || (i == 0 ? w->truncated : !f[-1].loaded && f[-1].bp_live);
+		bool live = f->rbp_cfa || passes_on;
+		unsigned loaded = f->loaded;
+		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
-		w->chk[j] = (struct mt_check){f->sp - 8, f->ip};
-		w->chk_state[j++] = (uint16_t)i;
-		if (f->loaded && f->bp_live) {
-			w->chk[j] = (struct mt_check){f->sp - 8 * f->loaded, f->bp};
-			w->chk_state[j++] = (uint16_t)i;
+		chk[j] = (struct mt_check){f->sp - 8, f->ip};
+		chk_state[j++] = (uint16_t)i;
+		if (loaded && live) {
+			chk[j] = (struct mt_check){f->sp - 8 * loaded, f->bp};
+			chk_state[j++] = (uint16_t)i;
 		}
+		passes_on = !loaded && live;
 	}
-	w->first[w->n] = (uint16_t)j;
+	w->first[n] = (uint16_t)j;
 }
 
 #define AREA_BYTES (sizeof(struct mt_area) + sizeof(struct mt_walk))
