@@ -704,6 +704,24 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
 }
 
 /*
+ * The stack of w's walk again (a loop allocating from one place: 7
+ * allocations in 8 on bench small): what walk does when its first state is
+ * the last walk's innermost, without walk's set-up. walk would keep w as it
+ * is and return w->n, or 0 for a walk that was cut (it holds max states, so
+ * it stays cut).
+ */
+static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	const struct mt_frame *last;
+
+	if (MT_UNLIKELY(!w->n))
+		return false;
+	last = &w->f[w->n - 1];
+	return last->ip == ip && last->sp == sp && (!last->bp_live || last->bp == bp) &&
+	       first_changed(w, w->n - 1) < 0;
+}
+
+/*
  * Walks the stack from (ip, sp, bp), at most max states, into w, reusing
  * what still holds of the walk w holds. Returns the index from which w's
  * hashes must be recomputed, or -1 when a frame needs libunwind.
@@ -721,15 +739,6 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	int keep = -1;                              /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 
-	/*
-	 * The stack of the last walk again (a loop allocating from one place:
-	 * 7 allocations in 8 on bench small): what the loop below does when
-	 * its first state is the last walk's innermost, without its set-up.
-	 * A walk that was cut holds max states, so it stays cut.
-	 */
-	if (MT_LIKELY(w->n) && w->f[w->n - 1].ip == ip && w->f[w->n - 1].sp == sp &&
-	    (!w->f[w->n - 1].bp_live || w->f[w->n - 1].bp == bp) && first_changed(w, w->n - 1) < 0)
-		return w->truncated ? 0 : (int)w->n;
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
 		struct mt_frame *f = top - (k - 1);
@@ -826,7 +835,10 @@ int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
+	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
+		from = w->truncated ? 0 : (int)w->n;
+	else
+		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
 	if (MT_UNLIKELY(from < 0))
 		return fallback(area, max, hash);
 	n = (int)w->n;
