@@ -738,14 +738,16 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
 	int keep = -1;                              /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
+	const struct mt_frame *old = w->f;
+	struct mt_frame *f = top; /* the state reached, top[-(k - 1)]: stepped down, not computed */
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		struct mt_frame *f = top - (k - 1);
-		while (c >= 0 && w->f[c].sp < f->sp)
+		uintptr_t fsp = f->sp;
+		while (c >= 0 && old[c].sp < fsp)
 			c--;
-		if (c >= 0 && c < changed && w->f[c].sp == f->sp && w->f[c].ip == f->ip &&
-		    (!w->f[c].bp_live || w->f[c].bp == f->bp)) {
+		if (c >= 0 && old[c].sp == fsp && c < changed && old[c].ip == f->ip &&
+		    (!old[c].bp_live || old[c].bp == f->bp)) {
 			changed = first_changed(w, (unsigned)c);
 			if (changed < 0) {
 				keep = c;
@@ -761,6 +763,7 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 		if (e == STEP_END)
 			break;
 		k++;
+		f--;
 	}
 	if (keep + 1 + k > max) {
 		/* deeper than the limit: keep the innermost max states */
