@@ -554,9 +554,9 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 }
 
 /*
- * States from on, once the walk is stored: which states' bp matters to the
- * walk above them (the outermost's when the walk was cut: a later walk may
- * go on from it), and the words to check. A bp loaded into a state that
+ * States from on, once the walk is stored: their hashes, which states' bp
+ * matters to the walk above them (the outermost's when the walk was cut: a
+ * later walk may go on from it), and the words to check. A bp loaded into a state that
  * nothing above uses (code without frame pointers) is not the walk's
  * business, and is not checked.
  */
@@ -569,11 +569,14 @@ static void finish_from(struct mt_walk *w, unsigned from)
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
+	uint64_t h = from == 0 ? MT_HASH_SEED : w->f[from - 1].h;
 
 	for (unsigned i = from; i < n; i++) {
 		struct mt_frame *f = &w->f[i];
 		bool live = f->rbp_cfa || passes_on;
 		unsigned loaded = f->loaded;
+		h = mt_hash_fold(h, f->ip);
+		f->h = h;
 		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
 		chk[j] = (struct mt_check){f->sp - 8, f->ip};
@@ -853,12 +856,8 @@ int mt_unwind(int max, uint64_t *hash)
 		*hash = mt_hash_finish(h, (unsigned)n);
 		return n;
 	}
-	h = from > 0 ? w->f[from - 1].h : MT_HASH_SEED;
-	for (i = from; i < n; i++) {
-		h = mt_hash_fold(h, w->f[i].ip);
-		w->f[i].h = h;
-	}
-	*hash = mt_hash_finish(h, (unsigned)n);
+	/* finish_from folded the hashes of the states walk made */
+	*hash = mt_hash_finish(n ? w->f[n - 1].h : MT_HASH_SEED, (unsigned)n);
 	return n;
 }
 
