@@ -556,9 +556,9 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 /*
  * States from on, once the walk is stored: their hashes, which states' bp
  * matters to the walk above them (the outermost's when the walk was cut: a
- * later walk may go on from it), and the words to check. A bp loaded into a state that
- * nothing above uses (code without frame pointers) is not the walk's
- * business, and is not checked.
+ * later walk may go on from it), and the words to check. A bp loaded into a
+ * state that nothing above uses (code without frame pointers) is not the
+ * walk's business, and is not checked.
  */
 static void finish_from(struct mt_walk *w, unsigned from)
 {
