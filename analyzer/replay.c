@@ -169,6 +169,9 @@ struct mt_instance_priv {
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
 	uint64_t traced_before_last;
 	bool sample_waits;
+	/* the most host + mmap bytes live since the last sample, which its traced_until_next
+	 * takes at the next sample and at the end (traced_fold): a change compares once */
+	uint64_t traced_most;
 	struct live *live; /* during replay */
 	struct live *seed; /* a forked child's copy of its parent's live set */
 	/* copies of live made for children not replayed yet, which read these figures, and
@@ -811,6 +814,16 @@ static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
 
 static int pages_catch_up(struct live *l);
 
+/* The last sample's traced_until_next takes the most live since it (traced_most). */
+static void traced_fold(struct mt_instance *in)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < p->traced_most)
+		in->samples[in->nsamples - 1].traced_until_next = p->traced_most;
+	p->traced_most = 0;
+}
+
 static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 {
 	struct mt_instance_priv *p = in->priv;
@@ -819,6 +832,7 @@ static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 
 	if (!in->sampling && p->live && (ret = pages_catch_up(p->live)) < 0)
 		return ret;
+	traced_fold(in);
 	if (in->nsamples == p->samples_cap) {
 		uint64_t cap =
 		        p->samples_cap ? p->samples_cap * 2 : 8; /* many processes live for a few */
@@ -1058,8 +1072,8 @@ static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *
 		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
-		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
-			in->samples[in->nsamples - 1].traced_until_next = traced;
+		if (p->traced_most < traced)
+			p->traced_most = traced;
 	}
 }
 
@@ -1976,6 +1990,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	}
 	if (ret < 0)
 		goto out;
+	traced_fold(in);
 	for (; next_child < nchildren; next_child++) {
 		seed_drop(children[next_child]->priv->seed);
 		children[next_child]->priv->seed = live_copy(p->live);

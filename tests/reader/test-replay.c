@@ -782,6 +782,39 @@ static void test_heap_pages_fork(void)
 	done(&run, &b);
 }
 
+/*
+ * A sample keeps the most live around it (traced_max: at it, just before
+ * the last change before it, just after the first change after it) and
+ * until the next one or the end (traced_until_next).
+ */
+static void test_sample_traced(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	const struct mt_instance *in;
+	struct run run;
+	struct tb b;
+
+	one_process(&b);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 100, 1);
+	tb_sample(&b, 20, 20, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_alloc(&b, 21, MT_FN_MALLOC, 0xB000, 200, 1); /* the first change after: 300 */
+	tb_free(&b, 22, 0xB000);
+	tb_sample(&b, 30, 30, sample, MT_SAMPLE_FIELD_COUNT); /* 100 live, 300 before the free */
+	tb_alloc(&b, 31, MT_FN_MALLOC, 0xC000, 500, 1);       /* 600 */
+	tb_alloc(&b, 32, MT_FN_MALLOC, 0xD000, 1000, 1);      /* 1,600 */
+	tb_free(&b, 33, 0xD000);
+	tb_free(&b, 34, 0xC000);
+	tb_exit(&b, 40, MT_EXIT_MAIN_RETURN, 0);
+	replay(&run, &b);
+	in = mt_replay_find_instance(run.r, 1);
+	CHECK_EQ(in->nsamples, 2);
+	CHECK_EQ(in->samples[0].traced_max, 300);
+	CHECK_EQ(in->samples[0].traced_until_next, 300);
+	CHECK_EQ(in->samples[1].traced_max, 600);
+	CHECK_EQ(in->samples[1].traced_until_next, 1600);
+	done(&run, &b);
+}
+
 int main(void)
 {
 	test_realloc();
@@ -796,6 +829,7 @@ int main(void)
 	test_feed_thread();
 	test_heap_pages_young();
 	test_heap_pages_fork();
+	test_sample_traced();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;
