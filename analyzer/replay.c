@@ -1446,7 +1446,7 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	l->removed_kind = kind;
 	l->removed_size = copy.size;
 	l->removed_blocks = copy.blocks;
-	if (kind == MT_KIND_HOST && keeps_pages(in) && !young)
+	if (!young && kind == MT_KIND_HOST && keeps_pages(in))
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
 	/* the youngest block freed: its entry goes (one freed at once costs nothing more) */
 	if (young && l->young[l->nyoung - 1] == addr)
