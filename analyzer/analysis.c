@@ -533,17 +533,19 @@ static int on_record(void *ctx, const struct mt_instance *in, const struct mt_re
 	return r;
 }
 
-/* analyze_record for an event the replay hands over as it is: the same, without a record. */
-static int on_event(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
-                    uint32_t thread)
+/*
+ * What on_event does before an event's own work where it is rare: an instance's first event,
+ * an event after the exit's scan (allocated then: unclassified; the scan is at the end).
+ */
+static __attribute__((noinline)) int event_first(struct mt_analysis_run *run,
+                                                 const struct mt_instance *in,
+                                                 const struct mt_event *ev, uint32_t thread)
 {
-	struct mt_analysis_run *run = ctx;
 	int r;
 
 	if (in != run->in && (r = begin_instance(run, in)) < 0)
 		return r;
 	if (run->reach.scan.seen) {
-		/* allocated after the exit's scan: unclassified (rare: the scan is at the end) */
 		if (!run->scratch && !(run->scratch = calloc(1, sizeof(*run->scratch))))
 			return -ENOMEM;
 		mt_event_record(ev, run->scratch);
@@ -551,16 +553,74 @@ static int on_event(void *ctx, const struct mt_instance *in, const struct mt_eve
 		if ((r = mt_reach_note(&run->reach, run->scratch)) < 0)
 			return r;
 	}
-	tick_progress(run);
+	return 0;
+}
+
+/*
+ * Each type of event in a function of its own, which on_event jumps to (a tail call): the
+ * dispatch itself then saves no registers, and each keeps those it needs.
+ */
+static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
+                                              const struct mt_instance *in,
+                                              const struct mt_event *ev, uint32_t thread)
+{
+	return event_alloc(run, in, thread, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->size,
+	                   ev->stack);
+}
+
+static __attribute__((noinline)) int
+on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+{
+	return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
+}
+
+static __attribute__((noinline)) int on_realloc(struct mt_analysis_run *run,
+                                                const struct mt_instance *in,
+                                                const struct mt_event *ev, uint32_t thread)
+{
+	return event_realloc(run, in, thread, ev->old, ev->addr, ev->size, ev->stack);
+}
+
+/* on_event's type dispatch, after what it does where that is rare. */
+HOT int on_event_type(struct mt_analysis_run *run, const struct mt_instance *in,
+                      const struct mt_event *ev, uint32_t thread)
+{
 	switch (ev->type) {
 	case MT_REC_ALLOC:
-		return event_alloc(run, in, thread, (enum mt_kind)ev->kind, ev->fn, ev->addr,
-		                   ev->size, ev->stack);
+		return on_alloc(run, in, ev, thread);
 	case MT_REC_FREE:
-		return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
+		return on_free(run, in, ev);
 	default: /* MT_REC_REALLOC */
-		return event_realloc(run, in, thread, ev->old, ev->addr, ev->size, ev->stack);
+		return on_realloc(run, in, ev, thread);
 	}
+}
+
+/* on_event where it calls more than the event's own function (see event_first). */
+static __attribute__((noinline)) int on_event_rare(struct mt_analysis_run *run,
+                                                   const struct mt_instance *in,
+                                                   const struct mt_event *ev, uint32_t thread)
+{
+	int r;
+
+	if ((in != run->in || run->reach.scan.seen) && (r = event_first(run, in, ev, thread)) < 0)
+		return r;
+	tick_progress(run);
+	return on_event_type(run, in, ev, thread);
+}
+
+/*
+ * analyze_record for an event the replay hands over as it is: the same, without a record.
+ * Its usual path calls nothing but the event's function, so that it saves no registers.
+ */
+static int on_event(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
+                    uint32_t thread)
+{
+	struct mt_analysis_run *run = ctx;
+
+	if (in != run->in || run->reach.scan.seen || run->events_done + 1 >= run->next_progress)
+		return on_event_rare(run, in, ev, thread);
+	run->events_done++;
+	return on_event_type(run, in, ev, thread);
 }
 
 static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,

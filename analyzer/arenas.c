@@ -40,8 +40,8 @@ static void find_floor(struct mt_arenas *a, const struct mt_instance *in)
 	a->modules_seen = in->nmodules;
 }
 
-void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
-                             uint64_t size)
+void mt_diagnosis_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                        uint64_t size)
 {
 	struct mt_arenas *a = &d->arenas;
 	uint64_t heap = addr >> HEAP_ALIGN_SHIFT;

@@ -18,10 +18,8 @@
 #include "diagnosis.h"
 #include "heap-findings.h"
 
-#define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 /* glibc's default mmap threshold and the most its dynamic threshold can reach (64-bit) */
-#define GLIBC_MMAP_THRESHOLD     (128 * KIB)
 #define GLIBC_MMAP_THRESHOLD_MAX (32 * MIB)
 /* Below these, a gap or a free top is the ordinary slack of any allocator. */
 #define FINDING_GAP_MIN (16 * MIB)
@@ -53,12 +51,13 @@ void mt_size_text(char *buf, size_t n, uint64_t bytes)
  * their memory after free. We cannot see which blocks were mmapped, so a
  * free of a host block in that range stands for it.
  */
-void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
-                            uint64_t time)
+void mt_diagnosis_threshold_free(struct mt_diagnosis *d, const struct mt_instance *in,
+                                 uint64_t size, uint64_t time)
 {
 	struct mt_mmap_threshold *m = &d->mmap_threshold;
 
-	if (size < GLIBC_MMAP_THRESHOLD || size > GLIBC_MMAP_THRESHOLD_MAX || size <= m->threshold)
+	if (size < MT_GLIBC_MMAP_THRESHOLD || size > GLIBC_MMAP_THRESHOLD_MAX ||
+	    size <= m->threshold)
 		return;
 	if (!m->raised) {
 		m->raised = true;
@@ -68,11 +67,11 @@ void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in
 	m->threshold = size;
 }
 
-void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size)
+void mt_diagnosis_threshold_alloc(struct mt_diagnosis *d, uint64_t size)
 {
 	struct mt_mmap_threshold *m = &d->mmap_threshold;
 
-	if (m->raised && size >= GLIBC_MMAP_THRESHOLD && size < m->threshold) {
+	if (m->raised && size >= MT_GLIBC_MMAP_THRESHOLD && size < m->threshold) {
 		m->large_after++;
 		m->large_after_bytes += size;
 	}

@@ -173,13 +173,40 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
                            const struct mt_stack_stats *s);
 /* Largest grown_bytes first (growth.c). */
 void mt_growth_sort(struct mt_diagnosis *d);
-/* During the replay: a host FREE of `size` bytes; a host allocation of `size`. */
-void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
-                            uint64_t time);
-void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size);
-/* During the replay: a host block allocated at addr (heap-findings.c). */
-void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
-                             uint64_t size);
+/*
+ * During the replay, for every host event: a FREE of `size` bytes; an allocation of `size`; a
+ * block allocated at addr (arenas.c). Inline tests in front of each: an event that changes
+ * nothing (nearly all) costs a test or two and no call.
+ */
+void mt_diagnosis_threshold_free(struct mt_diagnosis *d, const struct mt_instance *in,
+                                 uint64_t size, uint64_t time);
+void mt_diagnosis_threshold_alloc(struct mt_diagnosis *d, uint64_t size);
+void mt_diagnosis_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                        uint64_t size);
+
+/* glibc's least mmap threshold: a free or an allocation below it says nothing of the threshold */
+#define MT_GLIBC_MMAP_THRESHOLD (128 * 1024ull)
+
+static inline void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in,
+                                          uint64_t size, uint64_t time)
+{
+	if (size >= MT_GLIBC_MMAP_THRESHOLD && size > d->mmap_threshold.threshold)
+		mt_diagnosis_threshold_free(d, in, size, time);
+}
+
+static inline void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size)
+{
+	if (d->mmap_threshold.raised && size >= MT_GLIBC_MMAP_THRESHOLD)
+		mt_diagnosis_threshold_alloc(d, size);
+}
+
+/* Blocks below the floor are in the main heap: nothing to note once the floor is known. */
+static inline void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in,
+                                           uint64_t addr, uint64_t size)
+{
+	if (d->arenas.modules_seen != in->nmodules || addr >= d->arenas.floor)
+		mt_diagnosis_arena(d, in, addr, size);
+}
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,
                         const struct mt_clock_fit *fit);
