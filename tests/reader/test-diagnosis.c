@@ -323,6 +323,68 @@ static void test_mmap_threshold(void)
 	mt_analysis_free(a);
 }
 
+/* A MODULE of one executable segment at base. */
+static void module(struct tb *b, uint64_t t, uint64_t base, const char *path)
+{
+	tb_dt(b, t);
+	tb_u(b, base);
+	tb_str(b, path, strlen(path));
+	tb_str(b, "", 0);
+	tb_u(b, 1);
+	tb_u(b, 0);
+	tb_u(b, 0x1000);
+	tb_u(b, 5);
+	tb_end(b, MT_REC_MODULE);
+}
+
+/*
+ * The threshold's bounds, where the analysis tests inline before it calls: a free of exactly
+ * 128 KiB raises it to 128 KiB, one of its size again does not move it, one above 32 MiB is
+ * not glibc's; after a free of 256 KiB an allocation of exactly 128 KiB counts as large and
+ * one of 256 KiB does not. An allocation exactly at the arenas' floor (halfway between the
+ * executable and the library) is in an arena.
+ */
+static void test_mmap_threshold_bounds(void)
+{
+	const uint64_t exe = 0x400000, lib = 0x7f0000000000, floor = exe + (lib - exe) / 2;
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	module(&b, 1 * MS, exe, "/m");
+	module(&b, 1 * MS, lib, "/lib.so");
+	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x1000000, 128 * KiB, 1);
+	tb_free(&b, 3 * MS, 0x1000000);
+	tb_alloc(&b, 4 * MS, MT_FN_MALLOC, 0x1000000, 128 * KiB, 1);
+	tb_free(&b, 5 * MS, 0x1000000);
+	tb_alloc(&b, 6 * MS, MT_FN_MALLOC, 0x2000000, 64 * MiB, 1);
+	tb_free(&b, 7 * MS, 0x2000000);
+	tb_alloc(&b, 8 * MS, MT_FN_MALLOC, 0x1000000, 256 * KiB, 1);
+	tb_free(&b, 9 * MS, 0x1000000);
+	tb_alloc(&b, 10 * MS, MT_FN_MALLOC, 0x1000000, 128 * KiB, 2);
+	tb_alloc(&b, 11 * MS, MT_FN_MALLOC, 0x1100000, 256 * KiB, 2);
+	tb_alloc(&b, 12 * MS, MT_FN_MALLOC, floor, 64, 3);
+	tb_alloc(&b, 13 * MS, MT_FN_MALLOC, floor - 0x1000, 64, 3);
+	tb_exit(&b, 14 * MS, MT_EXIT_MAIN_RETURN, 0);
+	a = analyze(&b, "mmap-threshold-bounds");
+	if (!a)
+		return;
+	{
+		const struct mt_diagnosis *d = &a->procs[0].diag;
+
+		CHECK(d->mmap_threshold.raised);
+		CHECK_EQ(d->mmap_threshold.raise_time, 3 * MS);
+		CHECK_EQ(d->mmap_threshold.threshold, 256 * KiB);
+		CHECK_EQ(d->mmap_threshold.large_after, 1);
+		CHECK_EQ(d->mmap_threshold.large_after_bytes, 128 * KiB);
+		CHECK_EQ(d->arenas.blocks, 1);
+		CHECK_EQ(d->arenas.bytes, 64);
+	}
+	mt_analysis_free(a);
+}
+
 /*
  * A parent and a forked worker: the tree's peak is the largest sum of each
  * one's latest sample, at any sample, the worker counted until its exit; the
@@ -632,6 +694,7 @@ int main(int argc, char **argv)
 	test_growth_and_rss();
 	test_post_mortem();
 	test_mmap_threshold();
+	test_mmap_threshold_bounds();
 	test_untraced_heap();
 	test_heap_moment();
 	test_heap_refilled();
