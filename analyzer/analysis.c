@@ -272,6 +272,21 @@ static bool use_maps(const struct mt_analysis_run *run)
 	return run->nthreads > SCAN_THREADS;
 }
 
+/* note_alloc without the maps and the histogram's making: what it does that calls nothing. */
+HOT void candidate_set(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
+                       uint64_t size, uint64_t stack)
+{
+	struct thread_state *th = &run->threads[t];
+
+	run->res->kind[k].histogram[bucket_of(size)]++;
+	th->pending[k] = false;
+	if (!addr)
+		return;
+	th->cand[k] = (struct candidate){t, (uint32_t)stack, size};
+	th->addr[k] = addr;
+	th->pending[k] = true;
+}
+
 /* An allocation of thread t: its previous candidate of the kind is no longer one. */
 HOT int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint64_t addr,
                    uint64_t size, uint64_t stack)
@@ -283,19 +298,13 @@ HOT int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint
 
 	if (!kr->histogram && !(kr->histogram = calloc(MT_HISTOGRAM_BUCKETS, sizeof(uint64_t))))
 		return -ENOMEM;
-	kr->histogram[bucket_of(size)]++;
 	if (th->pending[k] && use_maps(run)) {
 		c = mt_map_get(&run->candidates[k], th->addr[k]);
 		if (c && c->thread == t)
 			mt_map_del(&run->candidates[k], th->addr[k]);
 	}
-	th->pending[k] = false;
-	if (!addr)
-		return 0;
-	th->cand[k] = (struct candidate){t, (uint32_t)stack, size};
-	th->addr[k] = addr;
-	th->pending[k] = true;
-	if (use_maps(run)) {
+	candidate_set(run, t, k, addr, size, stack);
+	if (addr && use_maps(run)) {
 		c = mt_map_put(&run->candidates[k], addr, &created);
 		if (!c)
 			return -ENOMEM;
@@ -304,19 +313,32 @@ HOT int note_alloc(struct mt_analysis_run *run, uint32_t t, enum mt_kind k, uint
 	return 0;
 }
 
+/* candidate_of with few threads. */
+HOT int candidate_scan(const struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
+{
+	for (uint32_t t = 0; t < run->nthreads; t++)
+		if (run->threads[t].pending[k] && run->threads[t].addr[k] == addr)
+			return (int)t;
+	return -1;
+}
+
 /* The thread whose candidate of kind k is addr, or -1. */
 HOT int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
 {
 	const struct candidate *c;
 
-	if (!use_maps(run)) {
-		for (uint32_t t = 0; t < run->nthreads; t++)
-			if (run->threads[t].pending[k] && run->threads[t].addr[k] == addr)
-				return (int)t;
-		return -1;
-	}
+	if (!use_maps(run))
+		return candidate_scan(run, k, addr);
 	c = mt_map_get(&run->candidates[k], addr);
 	return c ? (int)c->thread : -1;
+}
+
+/* Thread t's candidate of kind k freed: a temporary allocation, counted at *count. */
+HOT void temporary(struct mt_analysis_run *run, enum mt_kind k, uint32_t t, uint64_t *count)
+{
+	run->threads[t].pending[k] = false;
+	run->res->kind[k].temporary++;
+	++*count;
 }
 
 /* A free of addr: a temporary allocation if it is some thread's candidate. */
@@ -332,14 +354,12 @@ HOT int note_free(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr, ui
 	/* a munmap that leaves part of the mapping does not free the block */
 	if (k == MT_KIND_MMAP && len < th->cand[k].size)
 		return 0;
-	th->pending[k] = false;
-	if (use_maps(run))
-		mt_map_del(&run->candidates[k], addr);
-	run->res->kind[k].temporary++;
 	count = mt_by_stack_at(&run->temp_by_stack[k], th->cand[k].stack);
 	if (!count)
 		return -ENOMEM;
-	++*count;
+	if (use_maps(run))
+		mt_map_del(&run->candidates[k], addr);
+	temporary(run, k, (uint32_t)t, count);
 	return 0;
 }
 
@@ -429,10 +449,9 @@ HOT int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in, u
 
 	if ((r = thread_of(run, thread, &t)) < 0)
 		return r;
-	if (kind == MT_KIND_HOST && addr) {
-		mt_diagnosis_note_alloc(&run->res->diag, size);
-		mt_diagnosis_note_arena(&run->res->diag, in, addr, size);
-	}
+	if (kind == MT_KIND_HOST && addr &&
+	    !mt_diagnosis_alloc_quiet(&run->res->diag, in, addr, size))
+		mt_diagnosis_note_alloc(&run->res->diag, in, addr, size);
 	return note_alloc(run, t, kind, mt_block_key(fn, addr), size, stack);
 }
 
@@ -443,7 +462,7 @@ HOT int event_free(struct mt_analysis_run *run, const struct mt_instance *in, en
 
 	if (!addr)
 		return 0;
-	if (fn < MT_FN_CUDA_MALLOC && in->last_free_size)
+	if (fn < MT_FN_CUDA_MALLOC && !mt_diagnosis_free_quiet(&run->res->diag, in->last_free_size))
 		mt_diagnosis_note_free(&run->res->diag, in, in->last_free_size, time);
 	if (fn < MT_FN_CUDA_MALLOC)
 		return note_free(run, kind, addr, 0);
@@ -466,8 +485,8 @@ HOT int event_realloc(struct mt_analysis_run *run, const struct mt_instance *in,
 		return 0; /* realloc(p, 0) freed p and allocated nothing */
 	if ((r = thread_of(run, thread, &t)) < 0)
 		return r;
-	mt_diagnosis_note_alloc(&run->res->diag, size);
-	mt_diagnosis_note_arena(&run->res->diag, in, addr, size);
+	if (!mt_diagnosis_alloc_quiet(&run->res->diag, in, addr, size))
+		mt_diagnosis_note_alloc(&run->res->diag, in, addr, size);
 	return note_alloc(run, t, MT_KIND_HOST, addr, size, stack);
 }
 
@@ -558,20 +577,53 @@ static __attribute__((noinline)) int event_first(struct mt_analysis_run *run,
 
 /*
  * Each type of event in a function of its own, which on_event jumps to (a tail call): the
- * dispatch itself then saves no registers, and each keeps those it needs.
+ * dispatch itself then saves no registers. An allocation and a free go on in their own way
+ * where that calls nothing (nearly always: a thread seen before, few threads, a host block,
+ * nothing for the diagnosis, a stack the counts have room for), so that they save none
+ * either; else they jump to the whole of event_alloc or event_free.
  */
-static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
-                                              const struct mt_instance *in,
-                                              const struct mt_event *ev, uint32_t thread)
+static __attribute__((noinline)) int alloc_rare(struct mt_analysis_run *run,
+                                                const struct mt_instance *in,
+                                                const struct mt_event *ev, uint32_t thread)
 {
 	return event_alloc(run, in, thread, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->size,
 	                   ev->stack);
 }
 
+static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
+                                              const struct mt_instance *in,
+                                              const struct mt_event *ev, uint32_t thread)
+{
+	if (ev->kind != MT_KIND_HOST || thread >= run->nby_stream || !run->by_stream[thread] ||
+	    use_maps(run) || !run->res->kind[MT_KIND_HOST].histogram ||
+	    (ev->addr && !mt_diagnosis_alloc_quiet(&run->res->diag, in, ev->addr, ev->size)))
+		return alloc_rare(run, in, ev, thread);
+	candidate_set(run, run->by_stream[thread] - 1, MT_KIND_HOST, mt_block_key(ev->fn, ev->addr),
+	              ev->size, ev->stack);
+	return 0;
+}
+
+static __attribute__((noinline)) int
+free_rare(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+{
+	return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
+}
+
 static __attribute__((noinline)) int
 on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
 {
-	return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
+	const enum mt_kind k = MT_KIND_HOST;
+	int t;
+
+	if (ev->kind != k || ev->fn >= MT_FN_CUDA_MALLOC || use_maps(run) ||
+	    !mt_diagnosis_free_quiet(&run->res->diag, in->last_free_size))
+		return free_rare(run, in, ev);
+	if (!ev->addr || (t = candidate_scan(run, k, ev->addr)) < 0)
+		return 0;
+	if (run->threads[t].cand[k].stack >= run->temp_by_stack[k].cap)
+		return free_rare(run, in, ev);
+	temporary(run, k, (uint32_t)t, &run->temp_by_stack[k].dense[run->threads[t].cand[k].stack]);
+	return 0;
 }
 
 static __attribute__((noinline)) int on_realloc(struct mt_analysis_run *run,

@@ -51,8 +51,8 @@ void mt_size_text(char *buf, size_t n, uint64_t bytes)
  * their memory after free. We cannot see which blocks were mmapped, so a
  * free of a host block in that range stands for it.
  */
-void mt_diagnosis_threshold_free(struct mt_diagnosis *d, const struct mt_instance *in,
-                                 uint64_t size, uint64_t time)
+void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
+                            uint64_t time)
 {
 	struct mt_mmap_threshold *m = &d->mmap_threshold;
 
@@ -67,7 +67,8 @@ void mt_diagnosis_threshold_free(struct mt_diagnosis *d, const struct mt_instanc
 	m->threshold = size;
 }
 
-void mt_diagnosis_threshold_alloc(struct mt_diagnosis *d, uint64_t size)
+void mt_diagnosis_note_alloc(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                             uint64_t size)
 {
 	struct mt_mmap_threshold *m = &d->mmap_threshold;
 
@@ -75,6 +76,7 @@ void mt_diagnosis_threshold_alloc(struct mt_diagnosis *d, uint64_t size)
 		m->large_after++;
 		m->large_after_bytes += size;
 	}
+	mt_diagnosis_arena(d, in, addr, size);
 }
 
 /* ---- the series ---- */

@@ -174,38 +174,32 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 /* Largest grown_bytes first (growth.c). */
 void mt_growth_sort(struct mt_diagnosis *d);
 /*
- * During the replay, for every host event: a FREE of `size` bytes; an allocation of `size`; a
- * block allocated at addr (arenas.c). Inline tests in front of each: an event that changes
- * nothing (nearly all) costs a test or two and no call.
+ * During the replay: a host FREE of `size` bytes; a host allocation of `size` at addr (its
+ * threshold figures here, its arena in arenas.c). The quiet tests go first, inline: an event
+ * that changes nothing the diagnosis keeps (nearly all) then costs a test or two and no call.
  */
-void mt_diagnosis_threshold_free(struct mt_diagnosis *d, const struct mt_instance *in,
-                                 uint64_t size, uint64_t time);
-void mt_diagnosis_threshold_alloc(struct mt_diagnosis *d, uint64_t size);
+void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
+                            uint64_t time);
+void mt_diagnosis_note_alloc(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
+                             uint64_t size);
 void mt_diagnosis_arena(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,
                         uint64_t size);
 
 /* glibc's least mmap threshold: a free or an allocation below it says nothing of the threshold */
 #define MT_GLIBC_MMAP_THRESHOLD (128 * 1024ull)
 
-static inline void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in,
-                                          uint64_t size, uint64_t time)
+static inline bool mt_diagnosis_free_quiet(const struct mt_diagnosis *d, uint64_t size)
 {
-	if (size >= MT_GLIBC_MMAP_THRESHOLD && size > d->mmap_threshold.threshold)
-		mt_diagnosis_threshold_free(d, in, size, time);
+	return size < MT_GLIBC_MMAP_THRESHOLD || size <= d->mmap_threshold.threshold;
 }
 
-static inline void mt_diagnosis_note_alloc(struct mt_diagnosis *d, uint64_t size)
+/* Below the arenas' floor a block is in the main heap. */
+static inline bool mt_diagnosis_alloc_quiet(const struct mt_diagnosis *d,
+                                            const struct mt_instance *in, uint64_t addr,
+                                            uint64_t size)
 {
-	if (d->mmap_threshold.raised && size >= MT_GLIBC_MMAP_THRESHOLD)
-		mt_diagnosis_threshold_alloc(d, size);
-}
-
-/* Blocks below the floor are in the main heap: nothing to note once the floor is known. */
-static inline void mt_diagnosis_note_arena(struct mt_diagnosis *d, const struct mt_instance *in,
-                                           uint64_t addr, uint64_t size)
-{
-	if (d->arenas.modules_seen != in->nmodules || addr >= d->arenas.floor)
-		mt_diagnosis_arena(d, in, addr, size);
+	return (!d->mmap_threshold.raised || size < MT_GLIBC_MMAP_THRESHOLD) &&
+	       d->arenas.modules_seen == in->nmodules && addr < d->arenas.floor;
 }
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,

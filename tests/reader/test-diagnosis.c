@@ -385,6 +385,64 @@ static void test_mmap_threshold_bounds(void)
 	mt_analysis_free(a);
 }
 
+static uint64_t temporary_of(const struct mt_kind_result *k, uint32_t stack)
+{
+	for (size_t i = 0; i < k->nrows; i++)
+		if (k->rows[i].stack == stack)
+			return k->rows[i].temporary;
+	return 0;
+}
+
+/*
+ * Temporaries where the analysis takes its short way and where it does not: stacks the
+ * counts first have no room for (1 and 5000: they start empty and grow to 1024 ids, then
+ * further) and one past the dense ids (2^23), each freed once or twice before the thread's
+ * next allocation; a block freed after the thread's next allocation (not a temporary), and
+ * that next one, freed by another thread (a temporary of the first); the other thread's own;
+ * a free of an address never allocated.
+ */
+static void test_temporaries(void)
+{
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x1000, 16, 1);
+	tb_free(&b, 3 * MS, 0x1000);
+	tb_alloc(&b, 4 * MS, MT_FN_MALLOC, 0x2000, 16, 5000);
+	tb_free(&b, 5 * MS, 0x2000);
+	tb_alloc(&b, 6 * MS, MT_FN_MALLOC, 0x2000, 16, 5000);
+	tb_free(&b, 7 * MS, 0x2000);
+	tb_alloc(&b, 8 * MS, MT_FN_MALLOC, 0x3000, 16, 1u << 23);
+	tb_free(&b, 9 * MS, 0x3000);
+	tb_alloc(&b, 10 * MS, MT_FN_MALLOC, 0x4000, 16, 1);
+	tb_alloc(&b, 11 * MS, MT_FN_MALLOC, 0x5000, 16, 1);
+	tb_free(&b, 12 * MS, 0x4000);
+	tb_free(&b, 13 * MS, 0x9000);
+	tb_chunk(&b, 1, 300, 301, 1 * MS);
+	tb_alloc(&b, 14 * MS, MT_FN_MALLOC, 0x6000, 16, 2);
+	tb_free(&b, 15 * MS, 0x6000);
+	tb_free(&b, 16 * MS, 0x5000);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_exit(&b, 17 * MS, MT_EXIT_MAIN_RETURN, 0);
+	a = analyze(&b, "temporaries");
+	if (!a)
+		return;
+	{
+		const struct mt_kind_result *k = &a->procs[0].kind[MT_KIND_HOST];
+
+		CHECK_EQ(k->temporary, 6);
+		CHECK_EQ(temporary_of(k, 1), 2);
+		CHECK_EQ(temporary_of(k, 2), 1);
+		CHECK_EQ(temporary_of(k, 5000), 2);
+		CHECK_EQ(temporary_of(k, 1u << 23), 1);
+		CHECK_EQ(k->histogram[5], 7);
+	}
+	mt_analysis_free(a);
+}
+
 /*
  * A parent and a forked worker: the tree's peak is the largest sum of each
  * one's latest sample, at any sample, the worker counted until its exit; the
@@ -695,6 +753,7 @@ int main(int argc, char **argv)
 	test_post_mortem();
 	test_mmap_threshold();
 	test_mmap_threshold_bounds();
+	test_temporaries();
 	test_untraced_heap();
 	test_heap_moment();
 	test_heap_refilled();
