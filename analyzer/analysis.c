@@ -450,7 +450,7 @@ HOT int event_alloc(struct mt_analysis_run *run, const struct mt_instance *in, u
 	if ((r = thread_of(run, thread, &t)) < 0)
 		return r;
 	if (kind == MT_KIND_HOST && addr &&
-	    !mt_diagnosis_alloc_quiet(&run->res->diag, in, addr, size))
+	    !mt_diagnosis_alloc_fast(&run->res->diag, in, addr, size))
 		mt_diagnosis_note_alloc(&run->res->diag, in, addr, size);
 	return note_alloc(run, t, kind, mt_block_key(fn, addr), size, stack);
 }
@@ -485,7 +485,7 @@ HOT int event_realloc(struct mt_analysis_run *run, const struct mt_instance *in,
 		return 0; /* realloc(p, 0) freed p and allocated nothing */
 	if ((r = thread_of(run, thread, &t)) < 0)
 		return r;
-	if (!mt_diagnosis_alloc_quiet(&run->res->diag, in, addr, size))
+	if (!mt_diagnosis_alloc_fast(&run->res->diag, in, addr, size))
 		mt_diagnosis_note_alloc(&run->res->diag, in, addr, size);
 	return note_alloc(run, t, MT_KIND_HOST, addr, size, stack);
 }
@@ -596,7 +596,7 @@ static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
 {
 	if (ev->kind != MT_KIND_HOST || thread >= run->nby_stream || !run->by_stream[thread] ||
 	    use_maps(run) || !run->res->kind[MT_KIND_HOST].histogram ||
-	    (ev->addr && !mt_diagnosis_alloc_quiet(&run->res->diag, in, ev->addr, ev->size)))
+	    (ev->addr && !mt_diagnosis_alloc_fast(&run->res->diag, in, ev->addr, ev->size)))
 		return alloc_rare(run, in, ev, thread);
 	candidate_set(run, run->by_stream[thread] - 1, MT_KIND_HOST, mt_block_key(ev->fn, ev->addr),
 	              ev->size, ev->stack);

@@ -15,8 +15,6 @@
 
 #define MIB (1024ull * 1024ull)
 
-#define HEAP_ALIGN_SHIFT 26 /* glibc's non-main heaps: 64 MiB, aligned to it */
-#define MMAPPED_OFFSET   16 /* a block glibc mmapped alone starts this far into its page */
 /* Arenas hold far more than the live peak: three times it (two arenas each holding a
  * peak's worth is what MALLOC_ARENA_MAX=2 costs at most) and this much more. */
 #define ARENA_TIMES_PEAK 3
@@ -44,12 +42,12 @@ void mt_diagnosis_arena(struct mt_diagnosis *d, const struct mt_instance *in, ui
                         uint64_t size)
 {
 	struct mt_arenas *a = &d->arenas;
-	uint64_t heap = addr >> HEAP_ALIGN_SHIFT;
+	uint64_t heap = addr >> MT_ARENA_HEAP_SHIFT;
 	uint32_t i;
 
 	if (a->modules_seen != in->nmodules)
 		find_floor(a, in);
-	if (!in->nmodules || addr < a->floor || (addr & 0xfff) == MMAPPED_OFFSET)
+	if (!in->nmodules || addr < a->floor || (addr & 0xfff) == MT_MMAPPED_OFFSET)
 		return;
 	a->blocks++;
 	a->bytes += size;
@@ -57,6 +55,8 @@ void mt_diagnosis_arena(struct mt_diagnosis *d, const struct mt_instance *in, ui
 		;
 	if (i == a->nheaps && a->nheaps < MT_ARENAS_MAX)
 		a->heaps[a->nheaps++] = heap;
+	if (i < a->nheaps)
+		a->last = i;
 }
 
 /*

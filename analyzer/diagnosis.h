@@ -131,12 +131,15 @@ struct mt_mmap_threshold {
  * mmapped on their own (those start 16 bytes into a page). Each such arena
  * is a heap aligned to 64 MiB: its blocks' addresses say which.
  */
-#define MT_ARENAS_MAX 64
+#define MT_ARENAS_MAX       64
+#define MT_ARENA_HEAP_SHIFT 26 /* glibc's non-main heaps: 64 MiB, aligned to it */
+#define MT_MMAPPED_OFFSET   16 /* a block glibc mmapped alone starts this far into its page */
 struct mt_arenas {
 	uint32_t modules_seen;         /* in->nmodules when floor was found */
 	uint64_t floor;                /* lowest library base; UINT64_MAX: unknown */
 	uint64_t heaps[MT_ARENAS_MAX]; /* 64 MiB regions with such blocks (at most) */
 	uint32_t nheaps;
+	uint32_t last;          /* the heap of the block noted last, when nheaps */
 	uint64_t blocks, bytes; /* allocated there */
 };
 
@@ -175,8 +178,9 @@ int mt_diagnosis_add_stack(struct mt_diagnosis *d, const struct mt_instance *in,
 void mt_growth_sort(struct mt_diagnosis *d);
 /*
  * During the replay: a host FREE of `size` bytes; a host allocation of `size` at addr (its
- * threshold figures here, its arena in arenas.c). The quiet tests go first, inline: an event
- * that changes nothing the diagnosis keeps (nearly all) then costs a test or two and no call.
+ * threshold figures here, its arena in arenas.c). The inline ones go first: an event that
+ * changes nothing the diagnosis keeps, or only an arena's count (nearly all), then costs a
+ * test or two and no call.
  */
 void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t size,
                             uint64_t time);
@@ -193,13 +197,27 @@ static inline bool mt_diagnosis_free_quiet(const struct mt_diagnosis *d, uint64_
 	return size < MT_GLIBC_MMAP_THRESHOLD || size <= d->mmap_threshold.threshold;
 }
 
-/* Below the arenas' floor a block is in the main heap. */
-static inline bool mt_diagnosis_alloc_quiet(const struct mt_diagnosis *d,
-                                            const struct mt_instance *in, uint64_t addr,
-                                            uint64_t size)
+/*
+ * mt_diagnosis_note_alloc where it needs no call: a block in the main heap (below the arenas'
+ * floor: nothing to note) or in the arena heap of the block noted last (counted here). False,
+ * having noted nothing, where mt_diagnosis_note_alloc must be called.
+ */
+static inline bool mt_diagnosis_alloc_fast(struct mt_diagnosis *d, const struct mt_instance *in,
+                                           uint64_t addr, uint64_t size)
 {
-	return (!d->mmap_threshold.raised || size < MT_GLIBC_MMAP_THRESHOLD) &&
-	       d->arenas.modules_seen == in->nmodules && addr < d->arenas.floor;
+	struct mt_arenas *a = &d->arenas;
+
+	if ((d->mmap_threshold.raised && size >= MT_GLIBC_MMAP_THRESHOLD) ||
+	    a->modules_seen != in->nmodules)
+		return false;
+	if (addr < a->floor)
+		return true;
+	if (!in->nmodules || !a->nheaps || addr >> MT_ARENA_HEAP_SHIFT != a->heaps[a->last] ||
+	    (addr & 0xfff) == MT_MMAPPED_OFFSET)
+		return false;
+	a->blocks++;
+	a->bytes += size;
+	return true;
 }
 /* After every stack was added: sorts, sums up the series, makes the findings. */
 int mt_diagnosis_finish(struct mt_diagnosis *d, const struct mt_instance *in,

@@ -342,7 +342,8 @@ static void module(struct tb *b, uint64_t t, uint64_t base, const char *path)
  * 128 KiB raises it to 128 KiB, one of its size again does not move it, one above 32 MiB is
  * not glibc's; after a free of 256 KiB an allocation of exactly 128 KiB counts as large and
  * one of 256 KiB does not. An allocation exactly at the arenas' floor (halfway between the
- * executable and the library) is in an arena.
+ * executable and the library) is in an arena, as are the next one in its 64 MiB heap, one in
+ * the next heap and one in the first again; one mmapped alone (16 bytes into its page) is not.
  */
 static void test_mmap_threshold_bounds(void)
 {
@@ -367,7 +368,11 @@ static void test_mmap_threshold_bounds(void)
 	tb_alloc(&b, 11 * MS, MT_FN_MALLOC, 0x1100000, 256 * KiB, 2);
 	tb_alloc(&b, 12 * MS, MT_FN_MALLOC, floor, 64, 3);
 	tb_alloc(&b, 13 * MS, MT_FN_MALLOC, floor - 0x1000, 64, 3);
-	tb_exit(&b, 14 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_alloc(&b, 14 * MS, MT_FN_MALLOC, floor + 64, 64, 3);
+	tb_alloc(&b, 15 * MS, MT_FN_MALLOC, floor + 0x10010, 64, 3);
+	tb_alloc(&b, 16 * MS, MT_FN_MALLOC, floor + (64 << 20), 64, 3);
+	tb_alloc(&b, 17 * MS, MT_FN_MALLOC, floor + 128, 64, 3);
+	tb_exit(&b, 18 * MS, MT_EXIT_MAIN_RETURN, 0);
 	a = analyze(&b, "mmap-threshold-bounds");
 	if (!a)
 		return;
@@ -379,8 +384,9 @@ static void test_mmap_threshold_bounds(void)
 		CHECK_EQ(d->mmap_threshold.threshold, 256 * KiB);
 		CHECK_EQ(d->mmap_threshold.large_after, 1);
 		CHECK_EQ(d->mmap_threshold.large_after_bytes, 128 * KiB);
-		CHECK_EQ(d->arenas.blocks, 1);
-		CHECK_EQ(d->arenas.bytes, 64);
+		CHECK_EQ(d->arenas.blocks, 4);
+		CHECK_EQ(d->arenas.bytes, 4 * 64);
+		CHECK_EQ(d->arenas.nheaps, 2);
 	}
 	mt_analysis_free(a);
 }
