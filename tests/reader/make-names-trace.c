@@ -44,19 +44,6 @@ static const struct names latin1 = {
         .cmdline_len = sizeof(latin1_cmdline),
 };
 
-static void module(struct tb *b, uint64_t t, uint64_t base, const char *path)
-{
-	tb_dt(b, t);
-	tb_u(b, base);
-	tb_str(b, path, strlen(path));
-	tb_str(b, "", 0);
-	tb_u(b, 1);
-	tb_u(b, 0);
-	tb_u(b, 0x10000);
-	tb_u(b, 5);
-	tb_end(b, MT_REC_MODULE);
-}
-
 int main(int argc, char **argv)
 {
 	const uint64_t frames[] = {0x7f0000000100};
@@ -75,7 +62,7 @@ int main(int argc, char **argv)
 	tb_init(&b, 4096);
 	tb_chunk(&b, 1, 4242, 4242, 2000000);
 	tb_process(&b, 2000000, 4242, 1, MT_ORIGIN_ROOT, 0, n->exe, n->cmdline, n->cmdline_len);
-	module(&b, 2000010, 0x7f0000000000, n->module);
+	tb_module(&b, 2000010, 0x7f0000000000, n->module);
 	tb_stack(&b, 1, 1, frames);
 	tb_alloc(&b, 2000100, MT_FN_MALLOC, 0x10000, 100, 1);
 	tb_mark(&b, 2000200, n->mark);

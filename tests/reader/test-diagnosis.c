@@ -323,20 +323,6 @@ static void test_mmap_threshold(void)
 	mt_analysis_free(a);
 }
 
-/* A MODULE of one executable segment at base. */
-static void module(struct tb *b, uint64_t t, uint64_t base, const char *path)
-{
-	tb_dt(b, t);
-	tb_u(b, base);
-	tb_str(b, path, strlen(path));
-	tb_str(b, "", 0);
-	tb_u(b, 1);
-	tb_u(b, 0);
-	tb_u(b, 0x1000);
-	tb_u(b, 5);
-	tb_end(b, MT_REC_MODULE);
-}
-
 /*
  * The threshold's bounds, where the analysis tests inline before it calls: a free of exactly
  * 128 KiB raises it to 128 KiB, one of its size again does not move it, one above 32 MiB is
@@ -354,8 +340,8 @@ static void test_mmap_threshold_bounds(void)
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 300, 300, 1 * MS);
 	tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
-	module(&b, 1 * MS, exe, "/m");
-	module(&b, 1 * MS, lib, "/lib.so");
+	tb_module(&b, 1 * MS, exe, "/m");
+	tb_module(&b, 1 * MS, lib, "/lib.so");
 	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x1000000, 128 * KiB, 1);
 	tb_free(&b, 3 * MS, 0x1000000);
 	tb_alloc(&b, 4 * MS, MT_FN_MALLOC, 0x1000000, 128 * KiB, 1);

@@ -324,6 +324,19 @@ size_t tb_mark(struct tb *b, uint64_t t, const char *label)
 	return tb_end(b, MT_REC_MARK);
 }
 
+size_t tb_module(struct tb *b, uint64_t t, uint64_t base, const char *path)
+{
+	tb_dt(b, t);
+	tb_u(b, base);
+	tb_str(b, path, strlen(path));
+	tb_str(b, "", 0);
+	tb_u(b, 1);
+	tb_u(b, 0);
+	tb_u(b, 0x10000);
+	tb_u(b, 5);
+	return tb_end(b, MT_REC_MODULE);
+}
+
 size_t tb_exec(struct tb *b, uint64_t t, const char *path)
 {
 	tb_dt(b, t);

@@ -73,6 +73,8 @@ size_t tb_exit(struct tb *b, uint64_t t, unsigned how, unsigned status);
 /* A SAMPLE with n values in enum mt_sample_field order; ns is its CLOCK_MONOTONIC pair. */
 size_t tb_sample(struct tb *b, uint64_t t, uint64_t ns, const uint64_t *values, unsigned n);
 size_t tb_mark(struct tb *b, uint64_t t, const char *label);
+/* A MODULE at base: one executable segment of 64 KiB at its start, no build id. */
+size_t tb_module(struct tb *b, uint64_t t, uint64_t base, const char *path);
 size_t tb_exec(struct tb *b, uint64_t t, const char *path);
 /* A REACH: the scan at `time` (whole ticks), its status and figures. */
 size_t tb_reach(struct tb *b, uint64_t time, unsigned status, uint64_t detail, uint64_t blocks,
