@@ -2179,6 +2179,12 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
 	return apply(in, rec, key, phase == 0, mremap_tracked);
 }
 
+int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *ev, int phase,
+                                 uint64_t key)
+{
+	return apply_event(in, ev, key, phase == 0);
+}
+
 void mt_replay_stream_peaks(struct mt_instance *in)
 {
 	finish_stack_stats(in);
