@@ -1103,7 +1103,10 @@ static struct live *live_new(struct mt_instance_priv *owner)
 	struct live *l = calloc(1, sizeof(*l));
 
 	if (l) {
-		mt_map_init(&l->host, sizeof(struct host_block));
+		/* the ring's consumer keeps its live sets while the program runs: memory a
+		 * block counts more there than a longer probe */
+		(owner->lean ? mt_map_init_dense : mt_map_init)(&l->host,
+		                                                sizeof(struct host_block));
 		mt_map_init(&l->big, sizeof(struct big_block));
 		mt_heap_pages_init(&l->pages);
 		l->owner = owner;
