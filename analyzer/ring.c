@@ -56,6 +56,7 @@
 #define OWN_CHUNK   (64u * 1024) /* the consumer's chunks */
 #define PAYLOAD_MAX (16u * 1024) /* a keyframe part's payload before another record starts */
 #define MARGIN_NS   (100 * 1000000ull)
+#define RUN         16 /* events a thread's cursor reads in a row (mt_cursor_next_events) */
 
 enum { STREAM_KEEP = 1, STREAM_ROUNDS = 2 }; /* the consumer's chunk tids */
 
@@ -76,10 +77,13 @@ struct thread {
 	bool open;
 	struct mt_cursor cur;
 	bool have; /* the next record is read and not (wholly) applied */
-	/* it is in ev (an event the reader's fast path read: nearly every one), else in rec */
+	/* it is *ev (an event the reader's fast path read: nearly every one), else in rec */
 	bool fast;
-	struct mt_event ev;
+	const struct mt_event *ev;
 	struct mt_record rec;
+	/* the events read in a run: ev is run[next - 1], the rest follow it */
+	struct mt_event run[RUN];
+	uint32_t next, nrun;
 	/* of the next record, whichever holds it */
 	uint64_t offset, time;
 	bool event, two_phase;
@@ -571,15 +575,27 @@ static int chunk_done(struct mt_ring *c, struct thread *t)
 	return 0;
 }
 
-/* The next record is an event in t->ev: what the merge needs of it. */
+/* The next record is the run's next event: what the merge needs of it. */
 static inline void took_event(struct thread *t)
 {
+	const struct mt_event *ev = &t->run[t->next++];
+
+	t->ev = ev;
 	t->have = t->fast = t->event = true;
-	t->offset = t->ev.offset;
-	t->time = t->ev.time;
-	t->two_phase = t->ev.type == MT_REC_REALLOC && t->ev.old != 0;
+	t->offset = ev->offset;
+	t->time = ev->time;
+	t->two_phase = ev->type == MT_REC_REALLOC && ev->old != 0;
 	t->phase = !t->two_phase;
-	t->key = t->two_phase ? t->ev.t0 : t->ev.time;
+	t->key = t->two_phase ? ev->t0 : ev->time;
+}
+
+/* A run of events from the thread's open chunk: false when its next record is not one. */
+static inline bool read_run(struct thread *t)
+{
+	t->cur.done = false;
+	t->next = 0;
+	t->nrun = (uint32_t)mt_cursor_next_events(&t->cur, t->run, RUN);
+	return t->nrun != 0;
 }
 
 /* fill for a thread whose chunk is not open, or whose next record the fast path does not read. */
@@ -594,8 +610,7 @@ static int fill_slow(struct mt_ring *c, struct thread *t, const struct inst *in,
 				return 0;
 			open_chunk(c, t);
 		}
-		t->cur.done = false;
-		if (mt_cursor_next_fast(&t->cur, &t->ev)) {
+		if (read_run(t)) {
 			took_event(t);
 			break;
 		}
@@ -639,18 +654,16 @@ static int fill_slow(struct mt_ring *c, struct thread *t, const struct inst *in,
 }
 
 /*
- * The thread's next record: 1, 0 none yet, < 0 error. An event of the chunk
- * being read comes inline from the reader's fast path, with no copy into a
- * struct mt_record: decoding was a third of the consumer's instructions.
+ * The thread's next record: 1, 0 none yet, < 0 error. Events come inline
+ * from runs the reader's fast path read, with no copy into a struct
+ * mt_record: decoding was a third of the consumer's instructions. A thread
+ * without its next record has no run left (fill takes from it first).
  */
 static inline int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool ended)
 {
-	if (t->open && !t->have) {
-		t->cur.done = false;
-		if (mt_cursor_next_fast(&t->cur, &t->ev)) {
-			took_event(t);
-			return 1;
-		}
+	if (t->next < t->nrun || (t->open && read_run(t))) {
+		took_event(t);
+		return 1;
 	}
 	return fill_slow(c, t, in, ended);
 }
@@ -734,7 +747,7 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 				return r;
 			/* events only: a sample or a mark is a moment's, which the consumer does
 			 * not keep */
-			r = best->fast    ? mt_replay_stream_apply_event(in, &best->ev, best->phase,
+			r = best->fast    ? mt_replay_stream_apply_event(in, best->ev, best->phase,
 			                                                 best->key)
 			    : best->event ? mt_replay_stream_apply(in, &best->rec, best->phase,
 			                                           best->key, &best->tracked)
