@@ -412,7 +412,7 @@ static int note_fail(struct mt_analysis_run *run, const struct mt_instance *in,
 	return mt_replay_foreach_stack(run->a->replay, in, keep_top, run);
 }
 
-static void tick_progress(struct mt_analysis_run *run)
+HOT void tick_progress(struct mt_analysis_run *run)
 {
 	if (++run->events_done < run->next_progress)
 		return;

@@ -79,6 +79,11 @@ struct host_block {
 	uint32_t size;
 };
 #define HOST_BIG UINT32_MAX
+/*
+ * In a host block's stat: its pages are not counted yet (struct live's
+ * young). Stat indices stay below it (stats_grow).
+ */
+#define HOST_YOUNG (1u << 31)
 
 struct big_block {
 	uint64_t size, blocks;
@@ -122,10 +127,22 @@ struct live {
 	struct mt_instance_priv *owner;
 	struct range *ranges;
 	size_t nranges, cap;
-	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks */
-	uint8_t removed_kind;       /* the kind of the block host_remove last found */
-	uint64_t removed_size;      /* and its size */
-	uint32_t removed_blocks;    /* and the blocks it stood for */
+	struct mt_heap_pages pages; /* of the live MT_KIND_HOST blocks but the young */
+	/*
+	 * The host blocks allocated since the pages were last brought up to
+	 * date (pages_catch_up), by address, each marked HOST_YOUNG in the live
+	 * set: only a sample reads the pages, and most blocks are freed before
+	 * the next one, so that their pages are never counted nor uncounted. An
+	 * address may be here more than once (freed and handed out again) or
+	 * for a block gone: the mark says which entry stands for a live block.
+	 * Caught up at a sample, before a copy, and when it holds as many as
+	 * the live set (memory stays with live blocks).
+	 */
+	uint64_t *young;
+	uint32_t nyoung, young_cap;
+	uint8_t removed_kind;    /* the kind of the block host_remove last found */
+	uint64_t removed_size;   /* and its size */
+	uint32_t removed_blocks; /* and the blocks it stood for */
 };
 
 struct mt_instance_priv {
@@ -152,6 +169,9 @@ struct mt_instance_priv {
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
 	uint64_t traced_before_last;
 	bool sample_waits;
+	/* the most host + mmap bytes live since the last sample, which its traced_until_next
+	 * takes at the next sample and at the end (traced_fold): a change compares once */
+	uint64_t traced_most;
 	struct live *live; /* during replay */
 	struct live *seed; /* a forked child's copy of its parent's live set */
 	/* copies of live made for children not replayed yet, which read these figures, and
@@ -792,11 +812,27 @@ static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
 	return 0;
 }
 
+static int pages_catch_up(struct live *l);
+
+/* The last sample's traced_until_next takes the most live since it (traced_most). */
+static void traced_fold(struct mt_instance *in)
+{
+	struct mt_instance_priv *p = in->priv;
+
+	if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < p->traced_most)
+		in->samples[in->nsamples - 1].traced_until_next = p->traced_most;
+	p->traced_most = 0;
+}
+
 static int add_sample(struct mt_instance *in, const struct mt_record *rec)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct mt_sample_point *sp;
+	int ret;
 
+	if (!in->sampling && p->live && (ret = pages_catch_up(p->live)) < 0)
+		return ret;
+	traced_fold(in);
 	if (in->nsamples == p->samples_cap) {
 		uint64_t cap =
 		        p->samples_cap ? p->samples_cap * 2 : 8; /* many processes live for a few */
@@ -863,7 +899,7 @@ static int stats_grow(struct mt_instance_priv *p)
 	struct stat_hot *hot;
 	void *q;
 
-	if (cap <= p->stats_cap)
+	if (cap <= p->stats_cap || cap > HOST_YOUNG)
 		return -ENOMEM;
 	/* each array is the larger one as soon as it is: stats_cap moves once all are */
 	if (!(q = realloc(p->ids, (size_t)cap * sizeof(*p->ids))))
@@ -1036,8 +1072,8 @@ static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *
 		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
-		if (in->nsamples && in->samples[in->nsamples - 1].traced_until_next < traced)
-			in->samples[in->nsamples - 1].traced_until_next = traced;
+		if (p->traced_most < traced)
+			p->traced_most = traced;
 	}
 }
 
@@ -1121,15 +1157,17 @@ static void live_free(struct live *l)
 	mt_map_free(&l->host);
 	mt_map_free(&l->big);
 	mt_heap_pages_free(&l->pages);
+	free(l->young);
 	free(l->ranges);
 	free(l);
 }
 
-static struct live *live_copy(const struct live *src)
+/* A copy for a forked child: its young blocks counted first, so that the copy has none. */
+static struct live *live_copy(struct live *src)
 {
-	struct live *l = calloc(1, sizeof(*l));
+	struct live *l;
 
-	if (!l)
+	if (pages_catch_up(src) < 0 || !(l = calloc(1, sizeof(*l))))
 		return NULL;
 	l->owner = src->owner;
 	l->owner->seeds_out++; /* until seed_child or seed_drop */
@@ -1313,10 +1351,11 @@ static uint64_t block_bytes(const struct mt_instance *in, const struct block_val
 static struct block_val block_get(const struct live *l, uint64_t key, const struct host_block *h)
 {
 	const struct big_block *big;
+	uint32_t stat = h->stat & ~HOST_YOUNG;
 
 	if (h->size != HOST_BIG || !(big = mt_map_get(&l->big, key)))
-		return (struct block_val){h->size, h->stat, 1};
-	return (struct block_val){big->size, h->stat, (uint32_t)big->blocks};
+		return (struct block_val){h->size, stat, 1};
+	return (struct block_val){big->size, stat, (uint32_t)big->blocks};
 }
 
 /* Sets the block at key, whose value in the live set's map is h (made or found), to b. */
@@ -1344,16 +1383,65 @@ static void block_reset(struct live *l, uint64_t key, const struct host_block *h
 		mt_map_del(&l->big, key);
 }
 
+/* Counts the pages of the young blocks still live (struct live's young). */
+static int pages_catch_up(struct live *l)
+{
+	uint32_t n = l->nyoung;
+	int ret;
+
+	l->nyoung = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t key = l->young[i];
+		struct host_block *h = mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF);
+		if (!h || !(h->stat & HOST_YOUNG))
+			continue;
+		h->stat &= ~HOST_YOUNG;
+		if ((ret = mt_heap_pages_add(&l->pages, key, block_get(l, key, h).size)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Fewest young blocks caught up at once: a small live set's are caught up this often. */
+#define YOUNG_MIN 4096u
+
+/* The block at key, just made, is young: its pages wait (struct live's young). */
+static int young_add(struct live *l, uint64_t key, struct host_block *h)
+{
+	int ret;
+
+	if (l->nyoung == l->young_cap) {
+		if (l->nyoung >= YOUNG_MIN && l->nyoung >= l->host.count) {
+			if ((ret = pages_catch_up(l)) < 0)
+				return ret;
+		} else {
+			uint32_t cap = l->young_cap ? l->young_cap * 2 : YOUNG_MIN;
+			void *q = cap > l->young_cap ? realloc(l->young, cap * sizeof(*l->young))
+			                             : NULL;
+			if (!q)
+				return -ENOMEM;
+			l->young = q;
+			l->young_cap = cap;
+		}
+	}
+	l->young[l->nyoung++] = key;
+	h->stat |= HOST_YOUNG;
+	return 0;
+}
+
 static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
 {
 	struct host_block h;
 	struct block_val copy;
 	struct big_block big;
 	enum mt_kind kind;
+	bool young;
 
 	*found = mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h));
 	if (!*found)
 		return 0;
+	young = h.stat & HOST_YOUNG;
+	h.stat &= ~HOST_YOUNG;
 	copy = (struct block_val){h.size, h.stat, 1};
 	if (h.size == HOST_BIG && mt_map_take(&l->big, addr, &big))
 		copy = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
@@ -1361,8 +1449,11 @@ static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bo
 	l->removed_kind = kind;
 	l->removed_size = copy.size;
 	l->removed_blocks = copy.blocks;
-	if (kind == MT_KIND_HOST && keeps_pages(in))
+	if (!young && kind == MT_KIND_HOST && keeps_pages(in))
 		mt_heap_pages_remove(&l->pages, addr, copy.size);
+	/* the youngest block freed: its entry goes (one freed at once costs nothing more) */
+	if (young && l->young[l->nyoung - 1] == addr)
+		l->nyoung--;
 	adjust_at(in, copy.stat, -(int64_t)block_bytes(in, &copy, kind), -(int64_t)copy.blocks, 0,
 	          0);
 	return 0;
@@ -1390,7 +1481,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		struct block_val was = block_get(l, addr, b);
 		enum mt_kind old = (enum mt_kind)in->priv->hot[was.stat].kind;
 		block_reset(l, addr, b);
-		if (old == MT_KIND_HOST && keeps_pages(in))
+		if (old == MT_KIND_HOST && keeps_pages(in) && !(b->stat & HOST_YOUNG))
 			mt_heap_pages_remove(&l->pages, addr, was.size);
 		adjust_at(in, was.stat, -(int64_t)block_bytes(in, &was, old), -(int64_t)was.blocks,
 		          0, 0);
@@ -1400,8 +1491,7 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 	v = (struct block_val){size, stat, w.blocks};
 	if ((ret = block_set(l, addr, b, &v)) < 0)
 		return ret;
-	if (kind == MT_KIND_HOST && keeps_pages(in) &&
-	    (ret = mt_heap_pages_add(&l->pages, addr, size)) < 0)
+	if (kind == MT_KIND_HOST && keeps_pages(in) && (ret = young_add(l, addr, b)) < 0)
 		return ret;
 	adjust_at(in, stat, (int64_t)w.bytes, w.blocks, w.blocks, w.bytes);
 	return 0;
@@ -1436,9 +1526,9 @@ static bool feed_thread(const struct mt_replay *r, const struct mt_instance *in)
 /*
  * The cache lines a unit will touch are fetched ahead of it, in two steps:
  * FAR ahead those its own fields lead to (its block's slot in the live set,
- * its stack's entry, its first page's count), NEAR ahead those the first
- * ones lead to (the stack's figures, found through its block or its entry,
- * and its last page's count). A few cache misses' worth of the replay's
+ * its stack's entry), NEAR ahead those the first ones lead to (the stack's
+ * figures, found through its block or its entry, and the page counts of a
+ * block whose pages are counted). A few cache misses' worth of the replay's
  * work, and less than the feed keeps made ahead.
  */
 #define PREFETCH_FAR  16
@@ -1484,7 +1574,6 @@ static void prefetch_far(const struct mt_instance_priv *p, const struct mt_unit 
 	if (!key)
 		return;
 	mt_map_prefetch(&p->live->host, key);
-	mt_heap_pages_prefetch(&p->live->pages, key, own ? u->ev.size : 0);
 	if (own)
 		__builtin_prefetch(own);
 }
@@ -1502,8 +1591,10 @@ static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit
 	}
 	key = unit_block(u);
 	if (key && (b = mt_map_get_small(&p->live->host, key, HOST_SHIFT, HOST_VOFF))) {
-		__builtin_prefetch(&p->hot[b->stat]);
-		mt_heap_pages_prefetch(&p->live->pages, key, b->size);
+		__builtin_prefetch(&p->hot[b->stat & ~HOST_YOUNG]);
+		/* a young block's pages are not counted: its free leaves them */
+		if (!(b->stat & HOST_YOUNG))
+			mt_heap_pages_prefetch(&p->live->pages, key, b->size);
 	}
 }
 
@@ -1903,6 +1994,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	}
 	if (ret < 0)
 		goto out;
+	traced_fold(in);
 	for (; next_child < nchildren; next_child++) {
 		seed_drop(children[next_child]->priv->seed);
 		children[next_child]->priv->seed = live_copy(p->live);
@@ -2082,8 +2174,8 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 	for (size_t i = 0; mt_map_next(&l->host, &i, &key, &v);) {
 		const struct host_block *h = v;
 		const struct block_val bv = block_get(l, key, h);
-		const struct stat_id *id = &l->owner->ids[h->stat];
-		enum mt_kind kind = (enum mt_kind)l->owner->hot[h->stat].kind;
+		const struct stat_id *id = &l->owner->ids[bv.stat];
+		enum mt_kind kind = (enum mt_kind)l->owner->hot[bv.stat].kind;
 		struct mt_block b = {key,       block_bytes(in, &bv, kind),
 		                     id->stack, id->stack_instance,
 		                     kind,      bv.blocks,

@@ -333,13 +333,15 @@ static void print_diagnosis(struct mt_analysis *a, struct mt_sym *syms,
 			mt_size_text(b1, sizeof(b1), m->pss_peak);
 			printf("; Pss peak %s", b1);
 		}
-		if (m->private_dirty_last > m->private_dirty_first &&
-		    p->in->origin == MT_ORIGIN_FORK) {
-			mt_size_text(b1, sizeof(b1), m->private_dirty_first);
-			mt_size_text(b2, sizeof(b2), m->private_dirty_last);
-			mt_size_text(b3, sizeof(b3),
-			             m->private_dirty_last - m->private_dirty_first);
-			printf("; copy-on-write: Private_Dirty %s -> %s (+%s)", b1, b2, b3);
+		/* Private_Dirty is about 0 at the fork, when every page is shared with the
+		 * parent: the last figure is what the worker copied, however late its
+		 * first sample came (a busy machine delays it past the first copies) */
+		if (m->private_dirty_last && p->in->origin == MT_ORIGIN_FORK) {
+			mt_size_text(b1, sizeof(b1), m->private_dirty_last);
+			mt_size_text(b2, sizeof(b2), m->private_dirty_first);
+			printf("; copy-on-write: Private_Dirty %s since the fork (%s at the first "
+			       "sample)",
+			       b1, b2);
 		}
 		putchar('\n');
 	}

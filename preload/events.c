@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Event records: what the interposed functions write (docs/trace-format.md,
- * records 5 to 11, 14 and the short records 21 to 23 of malloc and free).
+ * records 5 to 11, 14 and the short records 21 and 22 of malloc; free's,
+ * 23, is inline in mt.h: mt_rec_short_free).
  *
  * Context: hot path, guard set. The time is taken first, so that it is the
  * moment the real function returned (or, for frees, the moment before the
@@ -93,24 +94,6 @@ static void free_record(unsigned fn, unsigned kind, void *p)
 	if (MT_UNLIKELY(kind != mt_fn_kind(fn)))
 		q = mt_put_varint(q, kind);
 	mt_commit_small(rec, MT_REC_FREE, q);
-}
-
-void mt_rec_free(unsigned fn, void *p)
-{
-	uint64_t now;
-	uint8_t *rec, *q;
-
-	if (fn != MT_FN_FREE) {
-		free_record(fn, mt_fn_kind(fn), p);
-		return;
-	}
-	now = mt_now_before();
-	rec = mt_room(MT_HOT_RECORD_MAX);
-	if (MT_UNLIKELY(!rec))
-		return;
-	q = mt_put_time(rec + 1, now);
-	q = mt_put_addr(q, (uintptr_t)p);
-	mt_commit_short(rec, MT_REC_SHORT_FREE, q);
 }
 
 void mt_rec_free_kind(unsigned fn, unsigned kind, void *p)

@@ -119,7 +119,7 @@ static __attribute__((noinline)) void traced_free(void *p)
 		return;
 	}
 	if (mt_sample_forget(p))
-		mt_rec_free(MT_FN_FREE, p);
+		mt_rec_short_free(p);
 	mt_real.free(p);
 	mt_leave_hot();
 }

@@ -620,9 +620,26 @@ static inline bool mt_sample_unrecorded(const void *p)
 	       !atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)], memory_order_relaxed);
 }
 
+/*
+ * free's record, a short one (trace-format.h): inline, as the interposed
+ * free's whole recording (a call and its saved registers were a fifth of
+ * it). Hot path, before the block is given back.
+ */
+static inline void mt_rec_short_free(void *p)
+{
+	uint64_t now = mt_now_before();
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+	uint8_t *q;
+
+	if (MT_UNLIKELY(!rec))
+		return;
+	q = mt_put_time(rec + 1, now);
+	q = mt_put_addr(q, (uintptr_t)p);
+	mt_commit_short(rec, MT_REC_SHORT_FREE, q);
+}
+
 /* events.c: record writers used by the interposed functions (hot path). */
 MT_HIDDEN void mt_rec_alloc(unsigned fn, void *p, size_t size);
-MT_HIDDEN void mt_rec_free(unsigned fn, void *p);
 MT_HIDDEN void mt_rec_realloc(unsigned fn, uint64_t t0, void *old, void *p, size_t size);
 MT_HIDDEN void mt_rec_fail(unsigned fn, size_t size, int err);
 /* The same for events of an explicit memory kind (CUDA); _stack: a stack taken earlier. */

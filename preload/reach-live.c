@@ -179,21 +179,31 @@ static uint64_t u(struct cur *c)
 /* The most a short record's fields take: four varints of ten bytes. */
 #define SHORT_MAX (4 * MT_MAX_VARINT)
 
-/* A uleb with no bound check: at most MT_MAX_VARINT bytes are read, whatever they hold. */
+/*
+ * A uleb with no bound check: at most MT_MAX_VARINT bytes are read, whatever
+ * they hold. One and two bytes (most deltas of time, address and size) take
+ * no loop.
+ */
 static inline uint64_t fast_u(const uint8_t **pp)
 {
 	const uint8_t *p = *pp;
-	uint64_t v = *p++;
+	uint64_t v = p[0];
 
-	if (v & 0x80) {
-		uint8_t b;
-		v &= 0x7f;
-		for (unsigned shift = 7; shift < 64; shift += 7) {
-			b = *p++;
-			v |= (uint64_t)(b & 0x7f) << shift;
-			if (!(b & 0x80))
-				break;
-		}
+	if (v < 0x80) {
+		*pp = p + 1;
+		return v;
+	}
+	v = (v & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7;
+	if (p[1] < 0x80) {
+		*pp = p + 2;
+		return v;
+	}
+	p += 2;
+	for (unsigned shift = 14; shift < 64; shift += 7) {
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
 	}
 	*pp = p;
 	return v;
@@ -259,6 +269,24 @@ static bool chunk_events(struct table *t, const uint8_t *p, const uint8_t *end, 
 					size = fast_u(&p);
 				if (type == MT_REC_SHORT_MALLOC)
 					fast_u(&p); /* stack */
+				if (alive && end - p >= SHORT_MAX && *p == MT_REC_SHORT_FREE) {
+					/*
+					 * freed by the next record (a temporary: most of a busy
+					 * program's blocks): what event() does with the two, the
+					 * allocation queued and taken back out, without either
+					 * (the free's address step is a single 0 byte). Not when
+					 * the free comes after the cutoff: a fork child's scan
+					 * finds the block live (test-reach fork-temporary).
+					 */
+					const uint8_t *q = p + 1;
+					uint64_t freed = time + (uint64_t)mt_unzigzag(fast_u(&q));
+					if (*q == 0 && addr && time <= cutoff && freed <= cutoff) {
+						time = freed;
+						p = q + 1;
+						t->last_alloc = false;
+						continue;
+					}
+				}
 			} else {
 				struct cur c = {p, end, false};
 				time += z(&c);

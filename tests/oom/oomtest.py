@@ -21,6 +21,12 @@ def report(trace):
     return json.loads(out.stdout)
 
 
+def size(text):
+    """Bytes of a size as the text report prints it ("16.1 MiB")."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 1 << 10, "MiB": MiB, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+
+
 def diagnosis(proc, key):
     d = proc.get("diagnosis")
     check(d is not None and key in d, f"the report has no diagnosis.{key} (keys: {sorted(d or {})})")

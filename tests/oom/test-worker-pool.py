@@ -5,12 +5,13 @@ the bytes it touched (copy-on-write) and grow, and the tree's combined peak must
 count the parent once and each worker's copies: Pss about 128 MiB, RSS
 about 5 x 64 MiB (RSS counts the shared pages in every process)."""
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 
-from oomtest import MiB, check, diagnosis, main, near, program, report, run_traced, traced_env, workdir
+from oomtest import BIN, MiB, check, diagnosis, main, near, program, report, run, run_traced, size, traced_env, workdir
 
 WORKERS, DATASET = 4, 64 * MiB
 TOUCHED = DATASET // WORKERS
@@ -22,6 +23,7 @@ def test_copy_on_write_per_worker_and_tree():
     out = run_traced([program("worker-pool"), str(WORKERS)], trace)
     check(out.returncode == 0, f"worker-pool failed: {out.stderr.decode()}")
     r = report(trace)
+    text = run([BIN, "report", trace]).stdout.decode()
     procs = r["processes"]
     check(len(procs) == 1 + WORKERS, f"{len(procs)} processes, not {1 + WORKERS}")
     workers = [p for p in procs if p["origin"] == "fork"]
@@ -38,6 +40,13 @@ def test_copy_on_write_per_worker_and_tree():
         first, last = mot["private_dirty_first"], mot["private_dirty_last"]
         near(f"worker {w['pid']}'s last Private_Dirty", last, TOUCHED, 0.10)
         check(first < last, f"worker {w['pid']}'s Private_Dirty did not grow: {first} -> {last}")
+        # the text says the copies as that last figure, not as its growth since the first sample
+        line = re.search(rf"^process {w['pid']} .*\n(?:  .*\n)*?    RSS peak .*; copy-on-write: "
+                         r"Private_Dirty ([\d.]+ \w+) since the fork \(([\d.]+ \w+) at the first sample\)$",
+                         text, re.M)
+        check(line, f"the text report has no copy-on-write line for worker {w['pid']}:\n{text}")
+        near(f"worker {w['pid']}'s copies in the text", size(line.group(1)), last, 0.01)
+        near(f"worker {w['pid']}'s first sample in the text", size(line.group(2)), first, 0.01 * last)
         check(mot["rss_peak"] >= DATASET, f"worker {w['pid']}'s RSS peak {mot['rss_peak']} is below the dataset")
         check(w["memories"]["host"]["inherited_bytes"] >= DATASET, f"worker {w['pid']} did not inherit the dataset")
 

@@ -2,7 +2,8 @@
 /*
  * Unit tests of analyzer/replay.c with exact figures: realloc's two halves
  * across threads, partial munmap that trims and splits, mremap, fork
- * seeding, unknown frees, how instances end, peaks and per-stack figures.
+ * seeding, unknown frees, how instances end, peaks and per-stack figures,
+ * the pages live blocks touch.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -698,6 +699,122 @@ static void test_feed_thread(void)
 	tb_free_buf(&b);
 }
 
+/* The bytes of the pages live host blocks touch at instance id's sample i. */
+static uint64_t sample_pages(struct run *run, uint32_t id, uint64_t i)
+{
+	const struct mt_instance *in = mt_replay_find_instance(run->r, id);
+
+	return in && i < in->nsamples ? in->samples[i].host_pages : UINT64_MAX;
+}
+
+/*
+ * A block's pages are counted at the first sample after it was made, or
+ * when the young blocks are as many as the live ones, not when it is made:
+ * a block freed before is never counted, nor taken out; one counted is. A
+ * block's page is (addr - 8) >> 12 to (addr + size - 1) >> 12.
+ */
+static void test_heap_pages_young(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	uint64_t t = 40;
+	struct run run;
+	struct tb b;
+
+	one_process(&b);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0x10010, 16, 1); /* young, freed: never counted */
+	tb_free(&b, 11, 0x10010);
+	tb_alloc(&b, 12, MT_FN_MALLOC, 0x20010, 3 * PAGE, 1); /* pages 0x20 to 0x23 */
+	tb_alloc(&b, 13, MT_FN_MALLOC, 0x30010, 16, 1);
+	tb_free(&b, 14, 0x30010);
+	tb_alloc(&b, 15, MT_FN_MALLOC, 0x30010, 32, 1); /* its address young twice */
+	tb_alloc(&b, 16, MT_FN_MALLOC, 0x40010, 16, 1);
+	tb_alloc(&b, 17, MT_FN_MALLOC, 0x40010, 32, 1); /* handed out again, young */
+	tb_sample(&b, 20, 20, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_alloc(&b, 21, MT_FN_MALLOC, 0x23100, 16, 1); /* young, on a counted block's page */
+	tb_free(&b, 22, 0x23100);
+	tb_alloc(&b, 24, MT_FN_MALLOC, 0x23200, 16, 1); /* the same, handed out again, freed */
+	tb_alloc(&b, 25, MT_FN_MALLOC, 0x23200, 16, 1);
+	tb_free(&b, 26, 0x23200);
+	tb_alloc(&b, 27, MT_FN_MALLOC, 0x40010, 5000, 1); /* handed out again, counted: 0x40-41 */
+	tb_sample(&b, 30, 30, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_free(&b, 31, 0x20010);
+	/* counted when the young blocks outnumber the live ones, then freed */
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0x60010, 16, 1);
+	for (int i = 0; i < 4100; i++) {
+		if (i % 128 == 0)
+			tb_chunk(&b, 1, 100, 100, t);
+		tb_alloc(&b, t++, MT_FN_MALLOC, 0x70010, 16, 1);
+		tb_free(&b, t++, 0x70010);
+	}
+	tb_free(&b, t++, 0x60010);
+	tb_sample(&b, t, t, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_exit(&b, t + 1, MT_EXIT_MAIN_RETURN, 0);
+	replay(&run, &b);
+	CHECK_EQ(sample_pages(&run, 1, 0), 6 * PAGE);
+	CHECK_EQ(sample_pages(&run, 1, 1), 7 * PAGE);
+	CHECK_EQ(sample_pages(&run, 1, 2), 3 * PAGE);
+	CHECK_EQ(host(&run, 1)->live_blocks, 2);
+	done(&run, &b);
+}
+
+/* A forked child's copy of the live set has its parent's young blocks' pages counted. */
+static void test_heap_pages_fork(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	struct run run;
+	struct tb b;
+
+	one_process(&b);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA010, 16, 1);
+	tb_alloc(&b, 11, MT_FN_MALLOC, 0xB010, PAGE, 1); /* pages 0xB and 0xC */
+	tb_free(&b, 12, 0xA010);                         /* young, not the youngest */
+	tb_exit(&b, 40, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 2, 200, 200, 20);
+	tb_process(&b, 20, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
+	tb_sample(&b, 30, 30, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_free(&b, 31, 0xB010);
+	tb_sample(&b, 32, 32, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_exit(&b, 33, MT_EXIT_MAIN_RETURN, 0);
+	replay(&run, &b);
+	CHECK_EQ(host(&run, 2)->inherited_blocks, 1);
+	CHECK_EQ(sample_pages(&run, 2, 0), 2 * PAGE);
+	CHECK_EQ(sample_pages(&run, 2, 1), 0);
+	done(&run, &b);
+}
+
+/*
+ * A sample keeps the most live around it (traced_max: at it, just before
+ * the last change before it, just after the first change after it) and
+ * until the next one or the end (traced_until_next).
+ */
+static void test_sample_traced(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	const struct mt_instance *in;
+	struct run run;
+	struct tb b;
+
+	one_process(&b);
+	tb_alloc(&b, 10, MT_FN_MALLOC, 0xA000, 100, 1);
+	tb_sample(&b, 20, 20, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_alloc(&b, 21, MT_FN_MALLOC, 0xB000, 200, 1); /* the first change after: 300 */
+	tb_free(&b, 22, 0xB000);
+	tb_sample(&b, 30, 30, sample, MT_SAMPLE_FIELD_COUNT); /* 100 live, 300 before the free */
+	tb_alloc(&b, 31, MT_FN_MALLOC, 0xC000, 500, 1);       /* 600 */
+	tb_alloc(&b, 32, MT_FN_MALLOC, 0xD000, 1000, 1);      /* 1,600 */
+	tb_free(&b, 33, 0xD000);
+	tb_free(&b, 34, 0xC000);
+	tb_exit(&b, 40, MT_EXIT_MAIN_RETURN, 0);
+	replay(&run, &b);
+	in = mt_replay_find_instance(run.r, 1);
+	CHECK_EQ(in->nsamples, 2);
+	CHECK_EQ(in->samples[0].traced_max, 300);
+	CHECK_EQ(in->samples[0].traced_until_next, 300);
+	CHECK_EQ(in->samples[1].traced_max, 600);
+	CHECK_EQ(in->samples[1].traced_until_next, 1600);
+	done(&run, &b);
+}
+
 int main(void)
 {
 	test_realloc();
@@ -710,6 +827,9 @@ int main(void)
 	test_exec_ends();
 	test_python();
 	test_feed_thread();
+	test_heap_pages_young();
+	test_heap_pages_fork();
+	test_sample_traced();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;

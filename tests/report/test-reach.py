@@ -165,6 +165,26 @@ def test_nothing_live():
     shutil.rmtree(d)
 
 
+def test_fork_temporary():
+    """A block allocated just before a fork and freed by the parent once the
+    child has begun: to the child's scan, which reads the parent's records
+    up to its own start, it is live (the child holds it: 777 B reachable),
+    although the two records stand in a row, as a temporary's do."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    program = os.path.join(os.environ["MEMTRACE_REPORT_PROGRAMS"], "reach-fork-temporary")
+    r = run([BIN, "run", "-o", trace, "--", program])
+    check(r.returncode == 0, f"memtrace run reach-fork-temporary: {r.returncode} {r.stderr.decode()}")
+    r = run([BIN, "report", "--json", trace])
+    check(r.returncode == 0, f"memtrace report --json: {r.returncode} {r.stderr.decode()}")
+    procs = {p["origin"]: p for p in json.loads(r.stdout)["processes"]}
+    check(sorted(procs) == ["fork", "root"], f"processes {sorted(procs)}")
+    child, parent = procs["fork"]["memories"]["host"], procs["root"]["memories"]["host"]
+    check(child["leak_kinds"] == split(reachable=(777, 1)), f"the child's leak_kinds {child['leak_kinds']}")
+    check(parent["leak_kinds"] == split(), f"the parent's leak_kinds {parent['leak_kinds']}")
+    shutil.rmtree(d)
+
+
 def test_tree_reads_its_own_chunks():
     """In a process tree each exit's scan reads back its own process's chunks
     (and a fork child its ancestors' too), not the whole tree's trace so far,
@@ -203,4 +223,5 @@ def test_tree_reads_its_own_chunks():
 
 
 main({"classes": test_classes, "killed": test_killed, "off": test_off,
-      "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks})
+      "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks,
+      "fork-temporary": test_fork_temporary})

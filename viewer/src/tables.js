@@ -149,8 +149,9 @@ export function diagnosisSection(proc) {
   if (d.growth_total > Math.min(d.growth.length, GROWTH_SHOWN))
     items.push(el('li', null, `… and ${plural(d.growth_total - Math.min(d.growth.length, GROWTH_SHOWN), 'more growing stack')} (memtrace report --json)`));
   const m = d.memory_over_time;
-  if (m && m.private_dirty_growth > 0 && proc.origin === 'fork')
-    items.push(el('li', null, `Copy-on-write: Private_Dirty ${size(m.private_dirty_first)} → ${size(m.private_dirty_last)} (+${size(m.private_dirty_growth)}) in this forked process.`));
+  // about 0 at the fork (every page shared): the last figure is the copies, however late the first sample
+  if (m && m.private_dirty_last > 0 && proc.origin === 'fork')
+    items.push(el('li', null, `Copy-on-write: Private_Dirty ${size(m.private_dirty_last)} since the fork (${size(m.private_dirty_first)} at the first sample) in this forked process.`));
   if (!items.length) return null;
   return el('section', { class: 'diagnosis' }, el('h3', null, 'Diagnosis'), el('ul', null, items));
 }
