@@ -72,17 +72,26 @@ void mt_map_init(struct mt_map *m, size_t vsize)
 		;
 }
 
+void mt_map_init_dense(struct mt_map *m, size_t vsize)
+{
+	mt_map_init(m, vsize);
+	m->dense = true;
+}
+
 void mt_map_free(struct mt_map *m)
 {
+	bool dense = m->dense;
+
 	free(m->slots);
 	free(m->vals);
 	mt_map_init(m, m->vsize);
+	m->dense = dense; /* emptied, it fills as before */
 }
 
-/* The most entries cap slots hold: 3/4 of them, so that probe runs stay short. */
-static size_t limit_of(size_t cap)
+/* The most entries cap slots hold: 3/4 of them, so that probe runs stay short; 7/8 dense. */
+static size_t limit_of(const struct mt_map *m, size_t cap)
 {
-	return cap / 4 * 3;
+	return m->dense ? cap / 8 * 7 : cap / 4 * 3;
 }
 
 void *mt_map_get(const struct mt_map *m, uint64_t key)
@@ -110,7 +119,7 @@ static int rehash(struct mt_map *m, size_t cap)
 	struct mt_map n = *m;
 
 	n.cap = cap;
-	n.limit = limit_of(cap);
+	n.limit = limit_of(m, cap);
 	n.count = 0;
 	n.spare_used = false;
 	n.slots = malloc((n.cap + 1) << n.shift);
@@ -148,7 +157,7 @@ int mt_map_reserve(struct mt_map *m, size_t n)
 {
 	size_t cap = m->cap ? m->cap : 16;
 
-	while (m->count + n + 1 > limit_of(cap))
+	while (m->count + n + 1 > limit_of(m, cap))
 		cap *= 2;
 	return cap == m->cap ? 0 : rehash(m, cap);
 }

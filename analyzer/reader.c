@@ -1384,7 +1384,8 @@ static inline __attribute__((always_inline)) bool short_fast(struct mt_cursor *c
 
 /* An event whose length is one byte and whose payload is there whole, at c->pos: true and
  * read into *ev, or false with nothing of c changed. */
-static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
+static inline __attribute__((always_inline)) bool next_fast_inline(struct mt_cursor *c,
+                                                                   struct mt_event *ev)
 {
 	const uint8_t *p = c->pos;
 
@@ -1403,6 +1404,11 @@ static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
 	return true;
 }
 
+static bool next_fast(struct mt_cursor *c, struct mt_event *ev)
+{
+	return next_fast_inline(c, ev);
+}
+
 int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_record *rec,
                          struct mt_error *err)
 {
@@ -1412,6 +1418,18 @@ int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_rec
 bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev)
 {
 	return next_fast(c, ev);
+}
+
+size_t mt_cursor_next_events(struct mt_cursor *c, struct mt_event *ev, size_t n)
+{
+	/* a copy whose registers stay in registers: ev's stores cannot change it */
+	struct mt_cursor at = *c;
+	size_t i = 0;
+
+	while (i < n && next_fast_inline(&at, &ev[i]))
+		i++;
+	*c = at;
+	return i;
 }
 
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);

@@ -387,6 +387,12 @@ int mt_cursor_next_event(struct mt_cursor *c, struct mt_event *ev, struct mt_rec
  * then reads.
  */
 bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev);
+/*
+ * mt_cursor_next_fast for up to n events in a row into ev[0..]: how many
+ * (0 when the next record is not one it reads), for a reader that takes a
+ * thread's events in runs, without a call for each.
+ */
+size_t mt_cursor_next_events(struct mt_cursor *c, struct mt_event *ev, size_t n);
 /* The record of an event, as mt_cursor_next gives it (rec->chunk is left alone). */
 void mt_event_record(const struct mt_event *ev, struct mt_record *rec);
 

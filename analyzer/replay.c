@@ -1139,7 +1139,10 @@ static struct live *live_new(struct mt_instance_priv *owner)
 	struct live *l = calloc(1, sizeof(*l));
 
 	if (l) {
-		mt_map_init(&l->host, sizeof(struct host_block));
+		/* the ring's consumer keeps its live sets while the program runs: memory a
+		 * block counts more there than a longer probe */
+		(owner->lean ? mt_map_init_dense : mt_map_init)(&l->host,
+		                                                sizeof(struct host_block));
 		mt_map_init(&l->big, sizeof(struct big_block));
 		mt_heap_pages_init(&l->pages);
 		l->owner = owner;
@@ -1640,9 +1643,10 @@ static int event_realloc(struct mt_instance *in, struct live *l, bool first_half
 	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
 }
 
-/* apply() for a unit that holds its event. */
-static int apply_event(struct mt_instance *in, const struct mt_event *ev, uint64_t key,
-                       bool first_half)
+/* apply() for a unit that holds its event. Inline: the ring's consumer and the report's feed
+ * call it once an event. */
+static inline __attribute__((always_inline)) int
+apply_event(struct mt_instance *in, const struct mt_event *ev, uint64_t key, bool first_half)
 {
 	struct live *l = in->priv->live;
 
@@ -2269,6 +2273,12 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
                            uint64_t key, bool *mremap_tracked)
 {
 	return apply(in, rec, key, phase == 0, mremap_tracked);
+}
+
+int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *ev, int phase,
+                                 uint64_t key)
+{
+	return apply_event(in, ev, key, phase == 0);
 }
 
 void mt_replay_stream_peaks(struct mt_instance *in)

@@ -399,6 +399,9 @@ int mt_replay_stream_begin(struct mt_instance *in, const struct mt_instance *par
 bool mt_replay_stream_begun(const struct mt_instance *in);
 int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, int phase,
                            uint64_t key, bool *mremap_tracked);
+/* mt_replay_stream_apply for an event the reader's fast path read (mt_cursor_next_fast). */
+int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *ev, int phase,
+                                 uint64_t key);
 void mt_replay_stream_peaks(struct mt_instance *in);
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id);
 /* Whether a record is two-phase: a realloc or mremap that gives an old block back at t0. */

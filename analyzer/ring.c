@@ -56,6 +56,7 @@
 #define OWN_CHUNK   (64u * 1024) /* the consumer's chunks */
 #define PAYLOAD_MAX (16u * 1024) /* a keyframe part's payload before another record starts */
 #define MARGIN_NS   (100 * 1000000ull)
+#define RUN         16 /* events a thread's cursor reads in a row (mt_cursor_next_events) */
 
 enum { STREAM_KEEP = 1, STREAM_ROUNDS = 2 }; /* the consumer's chunk tids */
 
@@ -75,8 +76,17 @@ struct thread {
 	uint64_t last_seq; /* the latest chunk wholly applied, + 1; 0 none */
 	bool open;
 	struct mt_cursor cur;
-	bool have; /* rec is read and not (wholly) applied */
+	bool have; /* the next record is read and not (wholly) applied */
+	/* it is *ev (an event the reader's fast path read: nearly every one), else in rec */
+	bool fast;
+	const struct mt_event *ev;
 	struct mt_record rec;
+	/* the events read in a run: ev is run[next - 1], the rest follow it */
+	struct mt_event run[RUN];
+	uint32_t next, nrun;
+	/* of the next record, whichever holds it */
+	uint64_t offset, time;
+	bool event, two_phase;
 	int phase;
 	uint64_t key;
 	bool tracked;
@@ -565,8 +575,31 @@ static int chunk_done(struct mt_ring *c, struct thread *t)
 	return 0;
 }
 
-/* The thread's next record into t->rec: 1, 0 none yet, < 0 error. */
-static int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool ended)
+/* The next record is the run's next event: what the merge needs of it. */
+static inline void took_event(struct thread *t)
+{
+	const struct mt_event *ev = &t->run[t->next++];
+
+	t->ev = ev;
+	t->have = t->fast = t->event = true;
+	t->offset = ev->offset;
+	t->time = ev->time;
+	t->two_phase = ev->type == MT_REC_REALLOC && ev->old != 0;
+	t->phase = !t->two_phase;
+	t->key = t->two_phase ? ev->t0 : ev->time;
+}
+
+/* A run of events from the thread's open chunk: false when its next record is not one. */
+static inline bool read_run(struct thread *t)
+{
+	t->cur.done = false;
+	t->next = 0;
+	t->nrun = (uint32_t)mt_cursor_next_events(&t->cur, t->run, RUN);
+	return t->nrun != 0;
+}
+
+/* fill for a thread whose chunk is not open, or whose next record the fast path does not read. */
+static int fill_slow(struct mt_ring *c, struct thread *t, const struct inst *in, bool ended)
 {
 	struct mt_error err;
 	int r;
@@ -577,7 +610,10 @@ static int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool
 				return 0;
 			open_chunk(c, t);
 		}
-		t->cur.done = false;
+		if (read_run(t)) {
+			took_event(t);
+			break;
+		}
 		r = mt_cursor_next(&t->cur, &t->rec, &err);
 		if (r == 0 && chunk_final(c, t->chunks[0], ended, in)) {
 			/* the records stored before its checksum are seen now: read once more */
@@ -604,12 +640,32 @@ static int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool
 		             &t->rec)) < 0)
 			return r;
 		t->have = true;
-		t->phase = mt_replay_two_phase(&t->rec) ? 0 : 1;
+		t->fast = false;
+		t->event = mt_record_is_event(t->rec.type);
+		t->offset = t->rec.offset;
+		t->time = t->rec.time;
+		t->two_phase = mt_replay_two_phase(&t->rec);
+		t->phase = !t->two_phase;
 		t->key = t->phase ? t->rec.time
 		                  : (t->rec.type == MT_REC_REALLOC ? t->rec.u.realloc.t0
 		                                                   : t->rec.u.mremap.t0);
 	}
 	return 1;
+}
+
+/*
+ * The thread's next record: 1, 0 none yet, < 0 error. Events come inline
+ * from runs the reader's fast path read, with no copy into a struct
+ * mt_record: decoding was a third of the consumer's instructions. A thread
+ * without its next record has no run left (fill takes from it first).
+ */
+static inline int fill(struct mt_ring *c, struct thread *t, const struct inst *in, bool ended)
+{
+	if (t->next < t->nrun || (t->open && read_run(t))) {
+		took_event(t);
+		return 1;
+	}
+	return fill_slow(c, t, in, ended);
 }
 
 /* ---- applying ---- */
@@ -618,8 +674,8 @@ static bool earlier(const struct thread *a, const struct thread *b)
 {
 	if (a->key != b->key)
 		return a->key < b->key;
-	if (a->rec.offset != b->rec.offset)
-		return a->rec.offset < b->rec.offset;
+	if (a->offset != b->offset)
+		return a->offset < b->offset;
 	return a->phase < b->phase;
 }
 
@@ -691,16 +747,19 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 				return r;
 			/* events only: a sample or a mark is a moment's, which the consumer does
 			 * not keep */
-			if (mt_record_is_event(best->rec.type) &&
-			    (r = mt_replay_stream_apply(in, &best->rec, best->phase, best->key,
-			                                &best->tracked)) < 0)
+			r = best->fast    ? mt_replay_stream_apply_event(in, best->ev, best->phase,
+			                                                 best->key)
+			    : best->event ? mt_replay_stream_apply(in, &best->rec, best->phase,
+			                                           best->key, &best->tracked)
+			                  : 0;
+			if (r < 0)
 				return r;
 			if (best->phase == 0) {
 				best->phase = 1;
-				best->key = best->rec.time;
+				best->key = best->time;
 				continue;
 			}
-			ci->events += mt_record_is_event(best->rec.type);
+			ci->events += best->event;
 			best->have = false;
 			if ((r = fill(c, best, ci, ended)) < 0)
 				return r;
@@ -804,8 +863,8 @@ static void resume_point(const struct mt_ring *c, const struct thread *t, uint64
 	v[MT_KT_PHASE] = 0;
 	if (t->have) {
 		v[MT_KT_SEQ] = t->cur.chunk.seq;
-		v[MT_KT_OFFSET] = t->rec.offset - t->cur.chunk.offset;
-		v[MT_KT_PHASE] = t->phase == 1 && mt_replay_two_phase(&t->rec);
+		v[MT_KT_OFFSET] = t->offset - t->cur.chunk.offset;
+		v[MT_KT_PHASE] = t->phase == 1 && t->two_phase;
 	} else if (t->open) {
 		v[MT_KT_SEQ] = t->cur.chunk.seq;
 		v[MT_KT_OFFSET] = (uint64_t)(t->cur.pos - c->data) - t->cur.chunk.offset;

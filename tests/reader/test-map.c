@@ -3,7 +3,8 @@
  * The analyzer's hash map (analyzer/map.c) against a plain array of the same
  * entries: random puts and takes across growths for a small value (in the
  * slot), a 16-aligned one and a large one (beside the keys), with the key
- * that marks an empty slot and key 0 among them; room reserved ahead.
+ * that marks an empty slot and key 0 among them; room reserved ahead; a
+ * dense map (the ring's consumer's live set) the same, and its fill.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,7 +91,7 @@ static void reserve_then_fill(struct mt_map *m, size_t vsize, size_t *live)
 	check_all(m, vsize, *live);
 }
 
-static void run(size_t vsize, size_t align)
+static void run(size_t vsize, size_t align, bool dense)
 {
 	struct mt_map m, copy;
 	uint64_t r = 88172645463325252ull, out[sizeof(struct big) / 8];
@@ -104,7 +105,7 @@ static void run(size_t vsize, size_t align)
 	keys[0] = SPARE_KEY;
 	keys[1] = 0;
 	keys[2] = MT_MAP_EMPTY; /* a key like another */
-	mt_map_init(&m, vsize);
+	(dense ? mt_map_init_dense : mt_map_init)(&m, vsize);
 	CHECK(!mt_map_get(&m, SPARE_KEY));
 	CHECK(!mt_map_take(&m, SPARE_KEY, out));
 	for (int round = 0; round < 40000; round++) {
@@ -187,15 +188,37 @@ static void run(size_t vsize, size_t align)
 		mt_map_free(&b);                                                                   \
 	} while (0)
 
+/* A dense map takes 7/8 of its slots before it doubles, a map 3/4 (the spare's key not counted). */
+static void dense_fill(bool dense, size_t keys_in, size_t cap)
+{
+	struct mt_map m;
+	bool created;
+
+	(dense ? mt_map_init_dense : mt_map_init)(&m, 8);
+	for (uint64_t k = 1; k <= keys_in; k++)
+		*(uint64_t *)mt_map_put(&m, k, &created) = k;
+	CHECK_EQ(m.cap, cap);
+	CHECK_EQ(m.count, keys_in);
+	for (uint64_t k = 1; k <= keys_in; k++)
+		CHECK_EQ(*(uint64_t *)mt_map_get(&m, k), k);
+	mt_map_free(&m);
+}
+
 int main(void)
 {
 	CHECK_EQ(mt_map_mix(SPARE_KEY), MT_MAP_EMPTY);
 	SAME_SLOTS(4);  /* a stat's index, a page's count */
 	SAME_SLOTS(16); /* a live block */
 	SAME_SLOTS(24);
-	run(sizeof(uint64_t), 8);     /* a stack's count: in the slot */
-	run(3 * sizeof(uint64_t), 8); /* a live block: in the slot */
-	run(16, 16);                  /* an __int128: in the slot, aligned */
-	run(sizeof(struct big), 16);  /* beside the keys */
+	run(sizeof(uint64_t), 8, false);     /* a stack's count: in the slot */
+	run(3 * sizeof(uint64_t), 8, false); /* a live block: in the slot */
+	run(16, 16, false);                  /* an __int128: in the slot, aligned */
+	run(sizeof(struct big), 16, false);  /* beside the keys */
+	run(8, 8, true);                     /* the ring's consumer's live block */
+	run(sizeof(struct big), 16, true);
+	dense_fill(true, 112, 128);
+	dense_fill(true, 113, 256);
+	dense_fill(false, 96, 128);
+	dense_fill(false, 97, 256);
 	return test_failures ? 1 : 0;
 }

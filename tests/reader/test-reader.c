@@ -1227,6 +1227,58 @@ static void test_short_records(void)
 	tb_free_buf(&b);
 }
 
+/*
+ * mt_cursor_next_events reads what mt_cursor_next_fast reads one at a time,
+ * at most n, and stops before a record that is not an event it reads.
+ */
+static void test_next_events(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	struct mt_event run[16], one;
+	struct mt_cursor c, d;
+	struct mt_trace t;
+	struct tb b;
+	size_t mmap_at;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	tb_short_malloc(&b, 1001, 0x1000, 16, 40);
+	tb_short_malloc(&b, 1002, 0x1020, 24, 40);
+	tb_alloc(&b, 1003, MT_FN_CALLOC, 0x1040, 32, 9);
+	tb_short_free(&b, 1004, 0x1000);
+	mmap_at = tb_mmap(&b, 1005, 0x100000, 8192, 9);
+	tb_short_malloc(&b, 1006, 0x1060, 48, 3);
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_init(&d, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_next_events(&c, run, 2), 2);
+	CHECK_EQ(mt_cursor_next_events(&c, run + 2, 16), 2);
+	CHECK_EQ(mt_cursor_next_events(&c, run + 4, 16), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		CHECK(mt_cursor_next_fast(&d, &one));
+		CHECK_EQ(run[i].type, one.type);
+		CHECK_EQ(run[i].offset, one.offset);
+		CHECK_EQ(run[i].time, one.time);
+		CHECK_EQ(run[i].addr, one.addr);
+		CHECK_EQ(run[i].size, one.size);
+		CHECK_EQ(run[i].stack, one.stack);
+	}
+	CHECK_EQ(run[3].type, MT_REC_FREE);
+	CHECK_EQ(run[3].addr, 0x1000);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 1);
+	CHECK_EQ(rec.type, MT_REC_MMAP);
+	CHECK_EQ(rec.offset, mmap_at);
+	CHECK_EQ(mt_cursor_next_events(&c, run, 16), 1);
+	CHECK_EQ(run[0].time, 1006);
+	CHECK_EQ(run[0].addr, 0x1060);
+	CHECK_EQ(run[0].stack, 3);
+	CHECK_EQ(mt_cursor_next_events(&c, run, 16), 0);
+	CHECK_EQ(mt_cursor_next(&c, &rec, &err), 0);
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 /* mt_record_span (trace-format.h) over a record of every type, short ones too. */
 static void test_record_span(void)
 {
@@ -1333,6 +1385,7 @@ int main(void)
 	test_python_frames();
 	test_reach_records();
 	test_short_records();
+	test_next_events();
 	test_record_span();
 	test_open_skims();
 	test_short_sample();
