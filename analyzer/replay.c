@@ -2281,6 +2281,56 @@ int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *
 	return apply_event(in, ev, key, phase == 0);
 }
 
+/*
+ * A malloc whose free of the same block is the instance's very next event
+ * half: applied as the two would be, without putting the block in the live
+ * set and taking it out again. The two applies change, of all the state,
+ * only these, which this changes the same: the stack's entry (made if new;
+ * its peak figures brought up to the kind's epoch; allocations and bytes
+ * allocated; live figures back where they were), the kind's allocations,
+ * bytes allocated and frees, last_free_size and now. What it must not
+ * change goes the slow way (0): a new peak of the kind (its time and every
+ * stack's figures at it), a block already at the address (its lost free),
+ * a sampled block (its weight is drawn at random), a big one (the big map),
+ * a live set about to grow (its slots' order, which keyframes follow), and
+ * anything a replay that is not lean keeps (pages, growth, the samples'
+ * traced figures). The live set's map is as before: the block's slot was
+ * the first empty one of its probe run, and taking it shifts nothing back.
+ */
+int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *alloc,
+                                const struct mt_event *free_ev)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *l = p->live;
+	uint64_t key = mt_block_key(alloc->fn, alloc->addr);
+	struct mt_kind_stats *k = &in->kind[alloc->kind];
+	struct stat_hot *s;
+	uint32_t i;
+	int ret;
+
+	if (!p->lean || in->sampling || alloc->addr == 0 || alloc->size >= HOST_BIG ||
+	    key != mt_block_key(free_ev->fn, free_ev->addr) ||
+	    k->live_bytes + alloc->size > k->peak_bytes || l->host.count >= l->host.limit ||
+	    mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF))
+		return 0;
+	if ((ret = stat_of(in, (enum mt_kind)alloc->kind, in->id, (uint32_t)alloc->stack, &i)) < 0)
+		return ret;
+	s = &p->hot[i];
+	if (s->epoch != p->epoch[alloc->kind]) {
+		s->peak_bytes = s->live_bytes;
+		s->peak_blocks = s->live_blocks;
+		s->epoch = p->epoch[alloc->kind];
+	}
+	s->allocations++;
+	s->bytes_allocated += alloc->size;
+	k->allocations++;
+	k->bytes_allocated += alloc->size;
+	k->frees++;
+	in->last_free_size = alloc->size;
+	p->now = free_ev->time;
+	return 1;
+}
+
 void mt_replay_stream_peaks(struct mt_instance *in)
 {
 	finish_stack_stats(in);

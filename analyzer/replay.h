@@ -402,6 +402,13 @@ int mt_replay_stream_apply(struct mt_instance *in, const struct mt_record *rec, 
 /* mt_replay_stream_apply for an event the reader's fast path read (mt_cursor_next_fast). */
 int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *ev, int phase,
                                  uint64_t key);
+/*
+ * An ALLOC and the FREE that is the instance's next event half, applied
+ * together: 1, or 0 when they must go one by one to mt_replay_stream_apply_event
+ * (nothing applied), < 0 an error.
+ */
+int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *alloc,
+                                const struct mt_event *free_ev);
 void mt_replay_stream_peaks(struct mt_instance *in);
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id);
 /* Whether a record is two-phase: a realloc or mremap that gives an old block back at t0. */

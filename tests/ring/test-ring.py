@@ -147,6 +147,31 @@ def test_sampled():
     check(a[0] == b[0], f"the leak's bytes: full {a}, ring {b}")
 
 
+def test_pairs():
+    """Temporaries, which the consumer applies a malloc and its free at once: not the one
+    that makes the peak, nor one whose free comes after another thread's new peak, nor a
+    sampled one (its weight is drawn); the ring rolls over them all."""
+    sampled = {"MEMTRACE_SAMPLING": "256", "MEMTRACE_SEED": "7"}
+    for mode, env, peak in (("peak", {}, ["peak_pair"]),
+                            ("interleave", {}, ["interleave_first", "interleave_second"]),
+                            ("peak", sampled, [])):
+        runs = full_and_ring([program("pairs"), str(ALLOCATIONS), mode],
+                             4 * MiB if env else True, env)
+        full, ring = (the_process(runs[name][0]) for name in ("full", "ring"))
+        what = f"{mode}{' sampled' if env else ''}"
+        check(ring["window"]["keyframe"], f"{what}: the ring did not roll over: {ring['window']}")
+        f, r = full["memories"]["host"], ring["memories"]["host"]
+        keys = ["bytes_allocated", "peak_bytes", "leaked_bytes", "unknown_frees"]
+        if not env:
+            keys += ["allocations", "frees", "peak_blocks"]
+        for function in peak:
+            a, b = by_function(f["peak_stacks"], function), by_function(r["peak_stacks"], function)
+            check(a[1] == 1, f"{what}: {function} holds {a} at the full trace's peak")
+            check(a == b, f"{what}: peak_stacks of {function}: full {a}, ring {b}")
+        for key in keys:
+            check(f[key] == r[key], f"{what}: host {key}: full {f[key]}, ring {r[key]}")
+
+
 def hold_until_killed(ring, cgroup):
     """churn-leak, then 1 MiB blocks until the OOM killer ends it: (trace, blocks it said it held)."""
     d = workdir()
@@ -190,4 +215,5 @@ def test_oom_killed():
 
 
 main({"same_as_full": test_same_as_full, "forked": test_forked, "sampled": test_sampled,
+      "pairs": test_pairs,
       "oom_killed": test_oom_killed})
