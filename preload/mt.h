@@ -359,6 +359,7 @@ MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
 struct mt_area {
 	struct mt_walk *walk; /* unwind.c */
 	bool in_fallback;     /* the last stack came from libunwind, into fallback */
+	uint32_t again_id;    /* the last walk's stack id, for mt_unwind_again; 0: none */
 	void *fallback[MT_MAX_DEPTH];
 	struct {
 		uint64_t hash;
@@ -407,6 +408,8 @@ MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot
  */
 MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
 MT_HIDDEN void mt_unwind_frames(void **frames, int n);
+/* Hot path: the last stack's id (area->again_id) if the caller's is that one again; else 0. */
+MT_HIDDEN uint32_t mt_unwind_again(void);
 MT_HIDDEN void mt_area_release(struct mt_thread *t);
 MT_HIDDEN void mt_unwind_init(void);
 MT_HIDDEN void mt_unwind_forget(void); /* a module went away: its rules may be stale */

@@ -162,9 +162,12 @@ int mt_stacks_init(void)
 /* Fork child: the parent's ids mean nothing here; start a fresh table. */
 void mt_stacks_after_fork(void)
 {
-	tables_unmap();   /* the child's only thread is this one: no lookup is under way */
-	if (mt_self.area) /* ids of the parent's table; this thread is the child's only one */
+	tables_unmap(); /* the child's only thread is this one: no lookup is under way */
+	/* ids of the parent's table; this thread is the child's only one */
+	if (mt_self.area) {
 		__builtin_memset(mt_self.area->ids, 0, sizeof(mt_self.area->ids));
+		mt_self.area->again_id = 0;
+	}
 	if (tables_start() < 0)
 		mt_disable("cannot map the stack table in a forked child", 0);
 }
@@ -350,26 +353,46 @@ static uint32_t lookup(uint64_t h, int n)
 	return id;
 }
 
-/* Hot path: the id of the stack that called the interposed function. */
-uint32_t mt_stack_current(void)
+/*
+ * The stack's id the long way: walked (reusing what holds of the last walk),
+ * hashed, looked up in the thread's id cache and then in the table. Notes
+ * the id for mt_unwind_again when nothing but the walk made it.
+ */
+static __attribute__((noinline)) uint32_t stack_walked(void)
 {
 	uint64_t h;
 	int n = mt_unwind((int)mt_config.depth, &h);
 	struct mt_area *area = mt_self.area;
 	unsigned c = (unsigned)(h >> 32) % MT_ID_CACHE;
 	uint32_t id;
+	bool python = false;
 
 	if (MT_UNLIKELY(!area))
 		return 0; /* no scratch memory for this thread: no stack */
 	area->npy = 0;
-	if (MT_UNLIKELY(mt_python_on) && mt_python_walk(area, &h))
+	if (MT_UNLIKELY(mt_python_on) && mt_python_walk(area, &h)) {
 		c = (unsigned)(h >> 32) % MT_ID_CACHE;
-	if (area->ids[c].hash == h)
-		return (uint32_t)area->ids[c].id;
-	id = lookup(h, n);
-	if (id) {
-		area->ids[c].hash = h;
-		area->ids[c].id = id;
+		python = true;
 	}
+	if (area->ids[c].hash == h) {
+		id = (uint32_t)area->ids[c].id;
+	} else {
+		id = lookup(h, n);
+		if (id) {
+			area->ids[c].hash = h;
+			area->ids[c].id = id;
+		}
+	}
+	area->again_id = area->in_fallback || python ? 0 : id;
 	return id;
+}
+
+/* Hot path: the id of the stack that called the interposed function. */
+uint32_t mt_stack_current(void)
+{
+	uint32_t id;
+
+	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
+		return id;
+	return stack_walked();
 }
