@@ -22,8 +22,10 @@
  * and when it grows), take a lock on a cache hit.
  */
 #define UNW_LOCAL_ONLY
+#include <emmintrin.h>
 #include <libunwind.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -487,23 +489,24 @@ struct mt_frame {
 /*
  * The stack words a walk read, outermost first, as the states they made:
  * state i's return address (at its sp - 8) and, when a state above uses it,
- * the bp it loaded. The words of states 0 to c - 1 are chk[0] to
- * chk[first[c] - 1], so checking that the walk above state c still holds
- * is one tight run of loads and compares, with nothing to decode.
+ * the bp it loaded: word j is at chk_addr[j] and held chk_val[j]. The words
+ * of states 0 to c - 1 are words 0 to first[c] - 1, so checking that the
+ * walk above state c still holds is one tight run of loads and compares,
+ * with nothing to decode. The values are 16-byte aligned (the area is
+ * page-aligned): the check compares two words at once (first_changed).
  */
-struct mt_check {
-	uintptr_t addr, val;
-};
-
 struct mt_walk {
 	unsigned n;
 	uint32_t gen;
 	bool truncated; /* stopped at the frame limit, not at the outermost frame */
 	struct mt_frame f[WALK_MAX];
+	uintptr_t chk_val[2 * WALK_MAX];
+	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 	uint16_t chk_state[2 * WALK_MAX]; /* the state each word belongs to */
-	struct mt_check chk[2 * WALK_MAX];
 };
+_Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
+               "first_changed's aligned loads");
 
 /*
  * libgcc takes its object_mutex around a malloc while it sorts the FDEs of
@@ -518,6 +521,22 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
 	return false;
 }
 
+/* first_changed's answer once a word changed: out of line, so that the check saves no register */
+static __attribute__((noinline)) int where_changed(const struct mt_walk *w, unsigned c)
+{
+	for (unsigned j = w->first[c]; j-- > 0;)
+		if (*(const uintptr_t *)w->chk_addr[j] != w->chk_val[j])
+			return w->chk_state[j];
+	return -1;
+}
+
+/* Two stack words, at a and b, as one vector. */
+static inline __m128i load_two(uintptr_t a, uintptr_t b)
+{
+	return _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)a)),
+	                                     (const double *)b));
+}
+
 /*
  * The innermost state above c (index below c) whose stack words changed
  * since w was walked, or -1 when none did. A state the new walk shares with
@@ -527,30 +546,33 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
  */
 static int first_changed(const struct mt_walk *w, unsigned c)
 {
-	const struct mt_check *p = w->chk + w->first[c], *q = w->chk;
-	const struct mt_check *fours = q + (w->first[c] & ~3u);
-	uintptr_t diff = 0;
+	unsigned n = w->first[c];
+	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
+	const __m128i *v = (const __m128i *)w->chk_val;
+	__m128i diff = _mm_setzero_si128();
+	uintptr_t rest = 0;
 
 	/*
 	 * Most checks find nothing changed (a loop allocating from one place
 	 * checks its whole stack, 26 words on bench small): every word is
-	 * compared first with no branch of its own, and only a check that
-	 * failed is run again to say where.
+	 * compared first with no branch of its own, two to an SSE2 compare
+	 * (x86_64's baseline), and only a check that failed is run again to
+	 * say where.
 	 */
-#define MT_CHECK_WORD(i) (*(const uintptr_t *)q[i].addr ^ q[i].val)
-	for (; q != fours; q += 4)
-		diff |= MT_CHECK_WORD(0) | MT_CHECK_WORD(1) | MT_CHECK_WORD(2) | MT_CHECK_WORD(3);
-	for (; q != p; q++)
-		diff |= MT_CHECK_WORD(0);
-#undef MT_CHECK_WORD
-	if (MT_LIKELY(!diff))
+#define MT_CHECK_TWO(i) _mm_xor_si128(load_two(a[2 * (i)], a[2 * (i) + 1]), v[i])
+	for (; a != eights; a += 8, v += 4)
+		diff = _mm_or_si128(diff,
+		                    _mm_or_si128(_mm_or_si128(MT_CHECK_TWO(0), MT_CHECK_TWO(1)),
+		                                 _mm_or_si128(MT_CHECK_TWO(2), MT_CHECK_TWO(3))));
+	for (; a != twos; a += 2, v++)
+		diff = _mm_or_si128(diff, MT_CHECK_TWO(0));
+#undef MT_CHECK_TWO
+	if (n & 1)
+		rest = *(const uintptr_t *)a[0] ^ w->chk_val[n - 1];
+	if (MT_LIKELY(!rest &&
+	              _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff))
 		return -1;
-	while (p != w->chk) {
-		p--;
-		if (MT_UNLIKELY(*(const uintptr_t *)p->addr != p->val))
-			return w->chk_state[p - w->chk];
-	}
-	return -1;
+	return where_changed(w, c);
 }
 
 /*
@@ -563,31 +585,34 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 static void finish_from(struct mt_walk *w, unsigned from)
 {
 	/* in locals: every bool stored through w may alias any field of w for the compiler */
-	unsigned j = w->first[from], n = w->n;
-	struct mt_check *chk = w->chk;
-	uint16_t *chk_state = w->chk_state;
+	struct mt_frame *f = &w->f[from], *end = &w->f[w->n];
+	unsigned j = w->first[from], i = from;
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
 	uint64_t h = from == 0 ? MT_HASH_SEED : w->f[from - 1].h;
 
-	for (unsigned i = from; i < n; i++) {
-		struct mt_frame *f = &w->f[i];
-		bool live = f->rbp_cfa || passes_on;
+	for (; f != end; f++, i++) {
+		/* read before any store: a word's store may alias them for the compiler */
+		uintptr_t ip = f->ip, sp = f->sp, bp = f->bp;
 		unsigned loaded = f->loaded;
-		h = mt_hash_fold(h, f->ip);
+		bool live = f->rbp_cfa || passes_on;
+
+		h = mt_hash_fold(h, ip);
 		f->h = h;
 		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
-		chk[j] = (struct mt_check){f->sp - 8, f->ip};
-		chk_state[j++] = (uint16_t)i;
+		w->chk_addr[j] = sp - 8;
+		w->chk_val[j] = ip;
+		w->chk_state[j++] = (uint16_t)i;
 		if (loaded && live) {
-			chk[j] = (struct mt_check){f->sp - 8 * loaded, f->bp};
-			chk_state[j++] = (uint16_t)i;
+			w->chk_addr[j] = sp - 8 * loaded;
+			w->chk_val[j] = bp;
+			w->chk_state[j++] = (uint16_t)i;
 		}
 		passes_on = !loaded && live;
 	}
-	w->first[n] = (uint16_t)j;
+	w->first[i] = (uint16_t)j;
 }
 
 #define AREA_BYTES (sizeof(struct mt_area) + sizeof(struct mt_walk))
@@ -756,36 +781,73 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	struct mt_frame fresh[WALK_MAX], *top = &fresh[WALK_MAX - 1];
 	uintptr_t cache =
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
+	/*
+	 * step's work on locals: the state reached, the cache's and the
+	 * stack's bounds, the candidate (cand, its sp in csp)
+	 */
+	const _Atomic uint64_t *words =
+	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
+	unsigned shift = 64 - (unsigned)(cache & RULE_BITS_FIELD);
+	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 	unsigned k = 1, from;
-	int c = (int)w->n - 1, changed = (int)w->n; /* candidates at or above changed fail */
-	int keep = -1;                              /* w->f[0..keep] stays */
+	int changed = (int)w->n; /* candidates at or above changed fail */
+	int keep = -1;           /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
+	int c = (int)w->n - 1;
+	uintptr_t csp = c >= 0 ? old[c].sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
 	struct mt_frame *f = top; /* the state reached, top[-(k - 1)]: stepped down, not computed */
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		uintptr_t fsp = f->sp;
-		while (c >= 0 && old[c].sp < fsp)
-			c--;
-		if (c >= 0 && old[c].sp == fsp && c < changed && old[c].ip == f->ip &&
-		    (!old[c].bp_live || old[c].bp == f->bp)) {
+		while (csp < sp)
+			csp = --c >= 0 ? old[c].sp : UINTPTR_MAX;
+		if (MT_UNLIKELY(csp == sp) && c < changed && old[c].ip == ip &&
+		    (!old[c].bp_live || old[c].bp == bp)) {
 			changed = first_changed(w, (unsigned)c);
 			if (changed < 0) {
 				keep = c;
-				k--; /* state c is top[-(k - 1)] */
+				k--; /* state keep is top[-(k - 1)] */
 				break;
 			}
 		}
 		if (k == max)
 			break;
-		enum step e = step(t, cache, f, f - 1, f, k);
-		if (e == STEP_LIBUNWIND)
+		_Atomic uint64_t *s =
+		        (_Atomic uint64_t *)&words[(ip * 0x9e3779b97f4a7c15u) >> shift];
+		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
+		uintptr_t cfa, off, kk;
+		uint8_t loaded = 0;
+
+		if (MT_UNLIKELY((r & IP_MASK) != ip) && !(r = rule_miss(s, ip, f, k)))
 			return -1;
-		if (e == STEP_END)
+		off = OFF_FIELD(r);
+		if (MT_UNLIKELY(off - 1 >= LIBUNWIND_ONLY - 1)) {
+			if (off == LIBUNWIND_ONLY)
+				return -1;
+			break; /* outermost frame */
+		}
+		f->rbp_cfa = r >> 48 & 1;
+		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
+		if (MT_UNLIKELY(cfa <= sp || cfa > hi))
+			break; /* not a stack we can trust */
+		kk = r >> 61;
+		if (kk && cfa - 8 * kk >= lo) {
+			bp = *(const uintptr_t *)(cfa - 8 * kk);
+			loaded = (uint8_t)kk;
+		}
+		ip = *(const uintptr_t *)(cfa - 8);
+		if (MT_UNLIKELY(ip - 4096 > IP_MASK - 4096))
 			break;
+		sp = cfa;
 		k++;
 		f--;
+		/* h and bp_live are finish_from's */
+		f->ip = ip;
+		f->sp = sp;
+		f->bp = bp;
+		f->loaded = loaded;
+		f->rbp_cfa = false;
 	}
 	if (keep + 1 + k > max) {
 		/* deeper than the limit: keep the innermost max states */
