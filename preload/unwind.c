@@ -783,33 +783,39 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
 	/*
 	 * step's work on locals: the state reached, the cache's and the
-	 * stack's bounds, the candidate (cand, its sp in csp)
+	 * stack's bounds, the candidate (the old state cand, its sp in csp)
 	 */
 	const _Atomic uint64_t *words =
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
 	unsigned shift = 64 - (unsigned)(cache & RULE_BITS_FIELD);
 	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 	unsigned k = 1, from;
-	int changed = (int)w->n; /* candidates at or above changed fail */
-	int keep = -1;           /* w->f[0..keep] stays */
+	int keep = -1; /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
-	int c = (int)w->n - 1;
-	uintptr_t csp = c >= 0 ? old[c].sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
+	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
+	const struct mt_frame *cand = w->n ? old + w->n - 1 : old;
+	uintptr_t csp = w->n ? cand->sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
 	struct mt_frame *f = top; /* the state reached, top[-(k - 1)]: stepped down, not computed */
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		while (csp < sp)
-			csp = --c >= 0 ? old[c].sp : UINTPTR_MAX;
-		if (MT_UNLIKELY(csp == sp) && c < changed && old[c].ip == ip &&
-		    (!old[c].bp_live || old[c].bp == bp)) {
-			changed = first_changed(w, (unsigned)c);
-			if (changed < 0) {
-				keep = c;
+		while (csp < sp) {
+			if (cand == old) {
+				csp = UINTPTR_MAX;
+				break;
+			}
+			csp = (--cand)->sp;
+		}
+		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
+		    (!cand->bp_live || cand->bp == bp)) {
+			int c = first_changed(w, (unsigned)(cand - old));
+			if (c < 0) {
+				keep = (int)(cand - old);
 				k--; /* state keep is top[-(k - 1)] */
 				break;
 			}
+			changed = old + c;
 		}
 		if (k == max)
 			break;
