@@ -43,11 +43,13 @@ struct mt_thread {
 	uint32_t stack;               /* stack register: the last short malloc's stack */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
-	struct mt_area *area;                      /* per-thread scratch, mapped on first use */
-	uint64_t chunk_off;                        /* the chunk's offset in the file */
-	uint32_t chunk_bytes;                      /* the chunk's size */
-	uint32_t chunk_next;                       /* size of the next chunk; 0: the first */
+	uintptr_t again_ip, again_sp; /* the last walk's start, when again_id is its stack's id */
+	struct mt_area *area;         /* per-thread scratch, mapped on first use */
+	uint64_t chunk_off;           /* the chunk's offset in the file */
+	uint32_t chunk_bytes;         /* the chunk's size */
+	uint32_t chunk_next;          /* size of the next chunk; 0: the first */
 	uint32_t tid;
+	uint32_t again_id;   /* stacks.c: for mt_unwind_again; 0: none */
 	int64_t sample_left; /* sampling.c: bytes to the next sampled one */
 	uint64_t sample_rng; /* sampling.c: xorshift state; 0 until the first draw */
 	bool guard;          /* inside memtrace: interposed calls pass through */
@@ -359,7 +361,6 @@ MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
 struct mt_area {
 	struct mt_walk *walk; /* unwind.c */
 	bool in_fallback;     /* the last stack came from libunwind, into fallback */
-	uint32_t again_id;    /* the last walk's stack id, for mt_unwind_again; 0: none */
 	void *fallback[MT_MAX_DEPTH];
 	struct {
 		uint64_t hash;
@@ -408,7 +409,7 @@ MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot
  */
 MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
 MT_HIDDEN void mt_unwind_frames(void **frames, int n);
-/* Hot path: the last stack's id (area->again_id) if the caller's is that one again; else 0. */
+/* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0. */
 MT_HIDDEN uint32_t mt_unwind_again(void);
 MT_HIDDEN void mt_area_release(struct mt_thread *t);
 MT_HIDDEN void mt_unwind_init(void);

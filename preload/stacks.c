@@ -164,10 +164,9 @@ void mt_stacks_after_fork(void)
 {
 	tables_unmap(); /* the child's only thread is this one: no lookup is under way */
 	/* ids of the parent's table; this thread is the child's only one */
-	if (mt_self.area) {
+	if (mt_self.area)
 		__builtin_memset(mt_self.area->ids, 0, sizeof(mt_self.area->ids));
-		mt_self.area->again_id = 0;
-	}
+	mt_self.again_id = 0;
 	if (tables_start() < 0)
 		mt_disable("cannot map the stack table in a forked child", 0);
 }
@@ -383,7 +382,9 @@ static __attribute__((noinline)) uint32_t stack_walked(void)
 			area->ids[c].id = id;
 		}
 	}
-	area->again_id = area->in_fallback || python ? 0 : id;
+	mt_self.again_id = area->in_fallback || python ? 0 : id;
+	mt_self.again_ip = mt_self.caller_ip; /* the walk's innermost state */
+	mt_self.again_sp = mt_self.caller_sp;
 	return id;
 }
 

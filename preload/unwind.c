@@ -754,7 +754,7 @@ static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t s
  * again (a loop allocating from one place: 7 allocations in 8 on bench
  * small), else 0. mt_stack_current's short way: what mt_unwind would find
  * (the walk kept as it is, so the same hash) without its set-up, the hash's
- * finish and the id cache. again_id is set only for a walk of this walker
+ * finish and the id cache. mt_self.again_id is set only for a walk of this walker
  * (not libunwind's) whose id mt_stack_current took with no Python frames.
  */
 uint32_t mt_unwind_again(void)
@@ -762,10 +762,12 @@ uint32_t mt_unwind_again(void)
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area = t->area;
 
-	if (MT_UNLIKELY(!area) || !area->again_id || area->walk->gen != mt_module_gen ||
+	/* first what fails for a stack elsewhere, with no register to save */
+	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
+	    MT_UNLIKELY(!area) || area->walk->gen != mt_module_gen ||
 	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp))
 		return 0;
-	return area->again_id;
+	return t->again_id;
 }
 
 /*
