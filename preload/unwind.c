@@ -662,10 +662,11 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
 
 /*
  * One step out of state f (whose rbp_cfa it sets) into next, by the cached
- * rule of f's return address; cache is the rule cache as the walk began (a
- * replaced cache stays mapped). next's h and bp_live are the caller's to
- * set. A return address is never 0 (the walk stops below 4096), so an
- * empty slot reads as another address's.
+ * rule of f's return address (extend_outwards' step; walk's loop does the
+ * same on its locals, and the two must agree); cache is the rule cache as
+ * the walk began (a replaced cache stays mapped). next's h and bp_live are
+ * the caller's to set. A return address is never 0 (the walk stops below
+ * 4096), so an empty slot reads as another address's.
  */
 static inline __attribute__((always_inline)) enum step
 step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *next,
@@ -754,8 +755,9 @@ static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t s
  * again (a loop allocating from one place: 7 allocations in 8 on bench
  * small), else 0. mt_stack_current's short way: what mt_unwind would find
  * (the walk kept as it is, so the same hash) without its set-up, the hash's
- * finish and the id cache. mt_self.again_id is set only for a walk of this walker
- * (not libunwind's) whose id mt_stack_current took with no Python frames.
+ * finish and the id cache. mt_self.again_id is set only for a walk of this
+ * walker (not libunwind's) whose id mt_stack_current took with no Python
+ * frames.
  */
 uint32_t mt_unwind_again(void)
 {
@@ -784,8 +786,10 @@ static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t 
 	uintptr_t cache =
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
 	/*
-	 * step's work on locals: the state reached, the cache's and the
-	 * stack's bounds, the candidate (the old state cand, its sp in csp)
+	 * step's work, on locals: the state reached, the cache's and the
+	 * stack's bounds, the candidate (the old state cand, its sp in csp).
+	 * Stored through f and the old walk, they were reloaded after every
+	 * store.
 	 */
 	const _Atomic uint64_t *words =
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
