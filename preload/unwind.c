@@ -22,7 +22,6 @@
  * and when it grows), take a lock on a cache hit.
  */
 #define UNW_LOCAL_ONLY
-#include <emmintrin.h>
 #include <libunwind.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -33,6 +32,8 @@
 #include "mt.h"
 
 #if defined(__x86_64__)
+
+#include <emmintrin.h>
 
 struct dwarf_eh_bases {
 	void *tbase;
