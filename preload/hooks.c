@@ -178,17 +178,18 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 	t0 = mt_now_before();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 	                             : mt_real.realloc(old, size);
-	int err = errno;
 	if (p || (old && total == 0)) {
 		/* each half recorded as its block was sampled; nothing when neither was */
 		bool now = p && mt_sample_take(p, total);
 		if (was || now)
 			mt_rec_realloc(fn, t0, was ? old : NULL, now ? p : NULL, total);
-	} else {
-		if (was && mt_config.sampling) /* failed: the old block stays, and stays sampled */
-			mt_sample_keep(old);
-		mt_rec_fail(fn, total, err);
+		mt_leave_kept();
+		return p;
 	}
+	int err = errno;
+	if (was && mt_config.sampling) /* failed: the old block stays, and stays sampled */
+		mt_sample_keep(old);
+	mt_rec_fail(fn, total, err);
 	mt_leave(err);
 	return p;
 }
@@ -213,13 +214,14 @@ int mt_traced_posix_memalign(void **out, size_t align, size_t size)
 		return mt_real.posix_memalign(out, align, size);
 	MT_MARK_CALLER();
 	r = mt_real.posix_memalign(out, align, size);
-	int err = errno;
 	if (r == 0) {
 		if (mt_sample_take(*out, size))
 			mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
-	} else {
-		mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
+		mt_leave_kept();
+		return 0;
 	}
+	int err = errno;
+	mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
 	mt_leave(err);
 	return r;
 }
@@ -236,12 +238,14 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 		return real(align, size);
 	MT_MARK_CALLER();
 	p = real(align, size);
-	int err = errno;
 	if (p) {
 		if (mt_sample_take(p, recorded))
 			mt_rec_alloc(fn, p, recorded);
-	} else
-		mt_rec_fail(fn, recorded, err);
+		mt_leave_kept();
+		return p;
+	}
+	int err = errno;
+	mt_rec_fail(fn, recorded, err);
 	mt_leave(err);
 	return p;
 }

@@ -594,6 +594,12 @@ static inline void mt_leave_hot(void)
 	mt_self.guard = false;
 }
 
+/* The same, for realloc and the aligned allocators, which answer no heap-figure request. */
+static inline void mt_leave_kept(void)
+{
+	mt_self.guard = false;
+}
+
 static inline void mt_leave(int err)
 {
 	mt_self.guard = false;

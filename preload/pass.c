@@ -52,11 +52,13 @@ MT_EXPORT void free(void *p)
 	mt_traced_free(p);
 }
 
+/* The product only once the pass is open: full capture's calloc costs what malloc's does. */
 MT_EXPORT void *calloc(size_t n, size_t size)
 {
-	size_t total = product(n, size);
+	size_t total;
 
-	if (mt_pass_open(total) && !mt_heap_asked() && mt_pass_fits(total)) {
+	if (MT_LIKELY(mt_pass_limit) && mt_pass_open(total = product(n, size)) &&
+	    !mt_heap_asked() && mt_pass_fits(total)) {
 		mt_pass_count(total);
 		void *p = mt_real.calloc(n, size);
 		if (MT_UNLIKELY(!p))
@@ -87,9 +89,10 @@ MT_EXPORT void *realloc(void *old, size_t size)
 
 MT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
-	size_t total = product(n, size);
+	size_t total;
 
-	if (mt_pass_open(total) && mt_home_empty(old) && mt_pass_fits(total)) {
+	if (MT_LIKELY(mt_pass_limit) && mt_pass_open(total = product(n, size)) &&
+	    mt_home_empty(old) && mt_pass_fits(total)) {
 		mt_pass_count(total);
 		void *p = mt_real.reallocarray(old, n, size);
 		if (MT_UNLIKELY(!p) && (!old || total))
