@@ -63,8 +63,7 @@ int mt_sampling_init(void)
 	}
 	set = p;
 	mt_sample_exact = mt_sampling_exact_above(mt_config.sampling);
-	/* the pass calls these without a test; the others it calls are tested by their hooks alike
-	 */
+	/* the pass calls them untested (the rest of mt_real, as their traced halves do) */
 	if (mt_real.malloc && mt_real.free && mt_real.calloc && mt_real.realloc)
 		mt_pass_limit = mt_sample_exact + 1;
 	return 0;
