@@ -5,7 +5,9 @@
  * guard) or tracing is off, record the event (in sampled mode, if its block
  * is sampled: mt_sample_take, mt_sample_forget). Frees are recorded before the
  * block is given back, allocations after they return, so that in the trace
- * an address is never handed out again before its free.
+ * an address is never handed out again before its free. The malloc family's
+ * exported functions are in pass.c, with sampled mode's pass; here are the
+ * traced halves they jump to (mt_traced_*).
  *
  * Context: hot path, any thread, any time from the loader's first malloc to
  * the last free of exit.
@@ -30,10 +32,10 @@ static size_t product(size_t a, size_t b)
 }
 
 /*
- * A call that mt_sample_pass let through failed: recorded as every failure
- * is (the countdown given back its bytes, nothing was allocated). Out of
- * line, so that the pass saves no register for it: the interposed function
- * takes its caller's registers (PASS_FAILED).
+ * A call that the pass (pass.c) let through failed: recorded as every
+ * failure is (the countdown given back its bytes, nothing was allocated).
+ * The exported function jumps here (a tail call), so the return address and
+ * frame pointer found here are the program's.
  */
 static __attribute__((noinline)) void pass_failed_at(unsigned fn, size_t size, int error,
                                                      uintptr_t ip, uintptr_t sp, uintptr_t bp)
@@ -56,23 +58,31 @@ static __attribute__((noinline)) void pass_failed_at(unsigned fn, size_t size, i
 		pass_failed_at(fn, size, error, ip_, sp_, bp_);                                    \
 	} while (0)
 
+void *mt_pass_failed(unsigned fn, size_t size, int error)
+{
+	PASS_FAILED(fn, size, error);
+	return NULL;
+}
+
+int mt_pass_failed_r(unsigned fn, size_t size, int error)
+{
+	PASS_FAILED(fn, size, error);
+	return error;
+}
+
 /*
+ * The traced halves of the interposed allocation functions, which pass.c's
+ * exported ones jump to when the pass does not let the call through. A jump
+ * (a tail call at -O2) leaves no frame of the exported function behind, so
+ * that MT_MARK_CALLER here still sees the program's call (were it a call,
+ * the stack would begin with memtrace's own frame, which the analyzer leaves
+ * out: frames.c).
+ *
  * The first call of the process looks the real functions up. A call that
  * comes while that is under way (dlsym's own calloc) finds them still
  * unknown and is served from the bootstrap arena.
  */
-/*
- * malloc, calloc and free are each split in two: the exported function holds
- * sampled mode's pass (mt_sample_pass, mt_sample_unrecorded), which needs no
- * saved register, and tail-calls the rest. Inline, the rest's registers made
- * every pass save and restore six of them, 16 of the 40 instructions a
- * sampled malloc cost memtrace. A tail call (a jump, at -O2) leaves no frame
- * of the exported function behind, so that MT_MARK_CALLER in the rest still
- * sees the program's call (were it a call, the stack would begin with
- * memtrace's own frame, which the analyzer leaves out: frames.c). Full
- * capture pays a test of mt_config.sampling and the jump.
- */
-static __attribute__((noinline)) void *traced_malloc(size_t size)
+void *mt_traced_malloc(size_t size)
 {
 	void *p;
 
@@ -97,21 +107,10 @@ static __attribute__((noinline)) void *traced_malloc(size_t size)
 	return p;
 }
 
-MT_EXPORT void *malloc(size_t size)
+void mt_traced_free(void *p)
 {
-	void *p;
-
-	if (mt_config.sampling && MT_LIKELY(mt_real.malloc) && mt_sample_pass(size)) {
-		p = mt_real.malloc(size);
-		if (MT_UNLIKELY(!p))
-			PASS_FAILED(MT_FN_MALLOC, size, errno);
-		return p;
-	}
-	return traced_malloc(size);
-}
-
-static __attribute__((noinline)) void traced_free(void *p)
-{
+	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
+		return;
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
 	if (mt_sample_unrecorded(p) || !mt_enter()) {
@@ -124,18 +123,7 @@ static __attribute__((noinline)) void traced_free(void *p)
 	mt_leave_hot();
 }
 
-MT_EXPORT void free(void *p)
-{
-	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
-		return;
-	if (mt_config.sampling && MT_LIKELY(mt_real.free) && mt_sample_unrecorded(p)) {
-		mt_real.free(p);
-		return;
-	}
-	traced_free(p);
-}
-
-static __attribute__((noinline)) void *traced_calloc(size_t n, size_t size)
+void *mt_traced_calloc(size_t n, size_t size)
 {
 	void *p;
 
@@ -158,19 +146,6 @@ static __attribute__((noinline)) void *traced_calloc(size_t n, size_t size)
 		mt_leave(err);
 	}
 	return p;
-}
-
-MT_EXPORT void *calloc(size_t n, size_t size)
-{
-	void *p;
-
-	if (mt_config.sampling && MT_LIKELY(mt_real.calloc) && mt_sample_pass(product(n, size))) {
-		p = mt_real.calloc(n, size);
-		if (MT_UNLIKELY(!p))
-			PASS_FAILED(MT_FN_CALLOC, n * size, errno);
-		return p;
-	}
-	return traced_calloc(n, size);
 }
 
 /* realloc of a bootstrap block: move it to the real heap (never seen in practice). */
@@ -203,54 +178,50 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 	t0 = mt_now_before();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 	                             : mt_real.realloc(old, size);
-	int err = errno;
 	if (p || (old && total == 0)) {
 		/* each half recorded as its block was sampled; nothing when neither was */
 		bool now = p && mt_sample_take(p, total);
 		if (was || now)
 			mt_rec_realloc(fn, t0, was ? old : NULL, now ? p : NULL, total);
-	} else {
-		if (was && mt_config.sampling) /* failed: the old block stays, and stays sampled */
-			mt_sample_keep(old);
-		mt_rec_fail(fn, total, err);
+		mt_leave_kept();
+		return p;
 	}
+	int err = errno;
+	if (was && mt_config.sampling) /* failed: the old block stays, and stays sampled */
+		mt_sample_keep(old);
+	mt_rec_fail(fn, total, err);
 	mt_leave(err);
 	return p;
 }
 
-MT_EXPORT void *realloc(void *old, size_t size)
+void *mt_traced_realloc(void *old, size_t size)
 {
 	return realloc_common(MT_FN_REALLOC, old, 1, size);
 }
 
-MT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+void *mt_traced_reallocarray(void *old, size_t n, size_t size)
 {
 	return realloc_common(MT_FN_REALLOCARRAY, old, n, size);
 }
 
-MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+int mt_traced_posix_memalign(void **out, size_t align, size_t size)
 {
 	int r;
 
 	if (MT_UNLIKELY(!mt_real.posix_memalign))
 		mt_real_resolve();
-	if (mt_sample_pass(size)) { /* torch's CPU tensors come this way */
-		r = mt_real.posix_memalign(out, align, size);
-		if (MT_UNLIKELY(r))
-			PASS_FAILED(MT_FN_POSIX_MEMALIGN, size, r);
-		return r;
-	}
 	if (!mt_enter())
 		return mt_real.posix_memalign(out, align, size);
 	MT_MARK_CALLER();
 	r = mt_real.posix_memalign(out, align, size);
-	int err = errno;
 	if (r == 0) {
 		if (mt_sample_take(*out, size))
 			mt_rec_alloc(MT_FN_POSIX_MEMALIGN, *out, size);
-	} else {
-		mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
+		mt_leave_kept();
+		return 0;
 	}
+	int err = errno;
+	mt_rec_fail(MT_FN_POSIX_MEMALIGN, size, r);
 	mt_leave(err);
 	return r;
 }
@@ -267,12 +238,14 @@ static inline __attribute__((always_inline)) void *aligned_common(unsigned fn,
 		return real(align, size);
 	MT_MARK_CALLER();
 	p = real(align, size);
-	int err = errno;
 	if (p) {
 		if (mt_sample_take(p, recorded))
 			mt_rec_alloc(fn, p, recorded);
-	} else
-		mt_rec_fail(fn, recorded, err);
+		mt_leave_kept();
+		return p;
+	}
+	int err = errno;
+	mt_rec_fail(fn, recorded, err);
 	mt_leave(err);
 	return p;
 }
@@ -289,15 +262,17 @@ static void *pvalloc_real(size_t align, size_t size)
 	return mt_real.pvalloc(size);
 }
 
-MT_EXPORT void *aligned_alloc(size_t align, size_t size)
+void *mt_traced_aligned_alloc(size_t align, size_t size)
 {
-	mt_real_resolve();
+	if (MT_UNLIKELY(!mt_real.aligned_alloc))
+		mt_real_resolve();
 	return aligned_common(MT_FN_ALIGNED_ALLOC, mt_real.aligned_alloc, align, size, size);
 }
 
-MT_EXPORT void *memalign(size_t align, size_t size)
+void *mt_traced_memalign(size_t align, size_t size)
 {
-	mt_real_resolve();
+	if (MT_UNLIKELY(!mt_real.memalign))
+		mt_real_resolve();
 	return aligned_common(MT_FN_MEMALIGN, mt_real.memalign, align, size, size);
 }
 

@@ -124,7 +124,7 @@ struct mt_real {
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 };
-extern struct mt_real mt_real;
+MT_HIDDEN extern struct mt_real mt_real;
 
 /* real.c: resolve mt_real once; safe to call from any interposed function. */
 MT_HIDDEN void mt_real_resolve(void);
@@ -491,13 +491,20 @@ MT_HIDDEN void mt_sampler_cgroup(uint64_t *current, uint64_t *max);
  */
 MT_HIDDEN int mt_sampling_init(void); /* init: the set of sampled addresses; 0 or -ENOMEM */
 MT_HIDDEN extern uint64_t mt_sample_exact;
-/* The set's homes: 2^MT_SAMPLE_SET_BITS, each with the count of its addresses. */
+/*
+ * The largest size the pass lets through, plus one: mt_sample_exact + 1 once
+ * sampled mode is set up and the real functions are known, else 0 (full
+ * capture, or not yet): one compare closes every pass.
+ */
+MT_HIDDEN extern uint64_t mt_pass_limit;
+/* The set's homes: 2^MT_SAMPLE_SET_BITS, each with the count of its addresses.
+ * Static, so that the bootstrap arena can mark its blocks' homes before init. */
 #define MT_SAMPLE_SET_BITS 14
-MT_HIDDEN extern _Atomic uint16_t *mt_sample_homes;
+MT_HIDDEN extern _Atomic uint16_t mt_sample_homes[1 << MT_SAMPLE_SET_BITS];
+/* Of a 16-byte aligned block, bits 46-59 of (p >> 4) * K: as well mixed, and one shift less. */
 static inline size_t mt_sample_home(const void *p)
 {
-	return (size_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15u >>
-	                (64 - MT_SAMPLE_SET_BITS));
+	return (size_t)((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15u >> (64 - MT_SAMPLE_SET_BITS));
 }
 MT_HIDDEN bool mt_sample_draw(struct mt_thread *t, size_t size);
 MT_HIDDEN bool mt_sample_keep(void *p);
@@ -591,6 +598,12 @@ static inline void mt_leave_hot(void)
 	mt_self.guard = false;
 }
 
+/* The same, for realloc and the aligned allocators, which answer no heap-figure request. */
+static inline void mt_leave_kept(void)
+{
+	mt_self.guard = false;
+}
+
 static inline void mt_leave(int err)
 {
 	mt_self.guard = false;
@@ -598,30 +611,75 @@ static inline void mt_leave(int err)
 }
 
 /*
- * Sampled mode's common case, first thing in malloc and calloc: a block
- * under the exact size that does not end the thread's countdown is counted
- * down and passes through, with no guard, no caller's registers, no record
- * (half the instructions memtrace added to a sampled pair on bench small).
- * A pending heap-figure request (mt_leave_hot) takes the full path.
+ * Sampled mode's common case (pass.c): a block under the exact size that
+ * does not end the thread's countdown is counted down and passes through,
+ * with no guard, no caller's registers, no record. mt_pass_open first: one
+ * compare and a jump when the pass is closed. Not while this thread is
+ * inside memtrace: memtrace's own blocks are not the program's bytes, and
+ * counting them would leave the countdown short of its exponential law
+ * after one that did not fit.
  */
-static inline bool mt_sample_pass(size_t size)
+static inline bool mt_pass_open(size_t size)
 {
-	struct mt_thread *t = &mt_self;
-
-	if (MT_LIKELY(!mt_config.sampling) || size > mt_sample_exact ||
-	    t->sample_left <= (int64_t)size || t->guard ||
-	    (atomic_load_explicit(&mt_heap_ask, memory_order_relaxed) &
-	     (MT_HEAP_WANTED | MT_HEAP_FRESH | MT_HEAP_PROBE)))
-		return false;
-	t->sample_left -= (int64_t)size;
-	return true;
+	return size < mt_pass_limit;
 }
 
-/* Sampled mode, first thing in free: no recorded block has p's home (most frees). */
+/* size below mt_pass_limit: the compare may be signed. */
+static inline bool mt_pass_fits(size_t size)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	/* compared in memory: GCC otherwise loads it, and stores it back after mt_pass_count */
+	bool fits;
+	__asm__("cmpq %2, %1" : "=@ccg"(fits) : "m"(mt_self.sample_left), "r"(size));
+	return fits && !mt_self.guard;
+#else
+	return mt_self.sample_left > (int64_t)size && !mt_self.guard;
+#endif
+}
+
+static inline void mt_pass_count(size_t size)
+{
+	mt_self.sample_left -= (int64_t)size;
+}
+
+/*
+ * A heap-figure request is pending (mt_leave_hot): malloc and calloc, whose
+ * traced path answers it, take that path meanwhile. One load, test, jump.
+ */
+static inline bool mt_heap_asked(void)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	/* a relaxed load folded into its test, as GCC does not fold an atomic one */
+	bool asked;
+	__asm__("testb %2, %1"
+	        : "=@ccnz"(asked)
+	        : "m"(mt_heap_ask), "i"(MT_HEAP_WANTED | MT_HEAP_FRESH | MT_HEAP_PROBE));
+	return asked;
+#else
+	return atomic_load_explicit(&mt_heap_ask, memory_order_relaxed) &
+	       (MT_HEAP_WANTED | MT_HEAP_FRESH | MT_HEAP_PROBE);
+#endif
+}
+
+/*
+ * No recorded block has p's home: its free need not be recorded (most frees).
+ * NULL and the bootstrap arena's blocks, whose homes are marked, never are.
+ */
+static inline bool mt_home_empty(const void *p)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	bool empty; /* as in mt_heap_asked */
+	__asm__("cmpw $0, %1" : "=@ccz"(empty) : "m"(mt_sample_homes[mt_sample_home(p)]));
+	return empty;
+#else
+	return !atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)], memory_order_relaxed);
+#endif
+}
+
+/* The traced path's test: in sampled mode, p's free is not recorded. */
 static inline bool mt_sample_unrecorded(const void *p)
 {
-	return mt_config.sampling &&
-	       !atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)], memory_order_relaxed);
+	return mt_config.sampling && mt_home_empty(p);
 }
 
 /*
@@ -641,6 +699,23 @@ static inline void mt_rec_short_free(void *p)
 	q = mt_put_addr(q, (uintptr_t)p);
 	mt_commit_short(rec, MT_REC_SHORT_FREE, q);
 }
+
+/*
+ * hooks.c: the traced halves of the malloc family, which pass.c's exported
+ * functions jump to (a tail call: the program's return address and frame
+ * pointer stay where MT_MARK_CALLER finds them).
+ */
+MT_HIDDEN void *mt_traced_malloc(size_t size);
+MT_HIDDEN void mt_traced_free(void *p);
+MT_HIDDEN void *mt_traced_calloc(size_t n, size_t size);
+MT_HIDDEN void *mt_traced_realloc(void *old, size_t size);
+MT_HIDDEN void *mt_traced_reallocarray(void *old, size_t n, size_t size);
+MT_HIDDEN int mt_traced_posix_memalign(void **out, size_t align, size_t size);
+MT_HIDDEN void *mt_traced_aligned_alloc(size_t align, size_t size);
+MT_HIDDEN void *mt_traced_memalign(size_t align, size_t size);
+/* A call the pass let through failed: recorded as in full mode; NULL, error. Jumped to. */
+MT_HIDDEN void *mt_pass_failed(unsigned fn, size_t size, int error);
+MT_HIDDEN int mt_pass_failed_r(unsigned fn, size_t size, int error);
 
 /* events.c: record writers used by the interposed functions (hot path). */
 MT_HIDDEN void mt_rec_alloc(unsigned fn, void *p, size_t size);

@@ -141,6 +141,19 @@ def test_reproducible():
           f"{b['leaked_bytes']}/{b['peak_bytes']}")
 
 
+def test_tracing_off():
+    """MEMTRACE_SAMPLING with tracing off (MEMTRACE_ENABLE=0): every call passes through
+    and the program runs as untraced. The free's pass once read the set of sampled
+    blocks that only a started capture maps, and the first free crashed."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    r = run_traced([program("known"), "free-all"], trace,
+                   {"MEMTRACE_SAMPLING": str(T), "MEMTRACE_ENABLE": "0"})
+    check(r.returncode == 0, f"exited {r.returncode}: {r.stderr.decode()}")
+    check(not os.path.exists(trace), "a trace was written with MEMTRACE_ENABLE=0")
+    shutil.rmtree(d)
+
+
 def test_run_option():
     """memtrace run --sampling 64K: the interval in the trace, the note in the report."""
     d = workdir()
@@ -162,4 +175,4 @@ def test_run_option():
 if __name__ == "__main__":
     main({"truth": test_truth, "leaks-and-peak": test_leaks_and_peak,
           "free-all": test_free_all, "reproducible": test_reproducible,
-          "run-option": test_run_option})
+          "tracing-off": test_tracing_off, "run-option": test_run_option})
