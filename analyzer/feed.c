@@ -39,6 +39,7 @@
 #define AHEAD         32u   /* units the replay's side keeps made beyond the one it applies */
 #define MT_UNIT_CHUNK 4u    /* the feed's own: the next slot holds the stream's next chunk */
 #define MT_UNIT_ERROR 8u    /* the feed's own: the stream's next record is unreadable */
+#define SHORT_RUN     4u    /* records of a run among other threads' decoded one at a time */
 
 struct stream {
 	const uint64_t *chunks;
@@ -256,10 +257,11 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 	if (s->resume)
 		return advance(f, i); /* its records may be the keyframe's */
 	/*
-	 * Between other threads' records a run is mostly one record long: its
-	 * first without the set-up of a run of several (mt_cursor_next_events_due).
+	 * Between other threads' records a run is mostly a few records long:
+	 * those one at a time, without the set-up of a longer run
+	 * (mt_cursor_next_events_due), which pays from about this many on.
 	 */
-	if (next && f->tail < end) {
+	for (unsigned k = 0; next && k < SHORT_RUN && f->tail < end; k++) {
 		struct mt_unit *u = &f->ring[f->tail & (RING - 1)];
 		if (!mt_cursor_next_fast(&s->cur, &u->ev))
 			return advance(f, i);
