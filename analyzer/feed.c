@@ -39,6 +39,7 @@
 #define AHEAD         32u   /* units the replay's side keeps made beyond the one it applies */
 #define MT_UNIT_CHUNK 4u    /* the feed's own: the next slot holds the stream's next chunk */
 #define MT_UNIT_ERROR 8u    /* the feed's own: the stream's next record is unreadable */
+#define SHORT_RUN     4u    /* records of a run among other threads' decoded one at a time */
 
 struct stream {
 	const uint64_t *chunks;
@@ -237,6 +238,15 @@ static void heap_up(struct stream **h, uint32_t i)
  * first half, one that the reader's fast path does not read, the end of the
  * room) leaves the stream as advance does: 1 with its head, 0 or < 0.
  */
+/* The unit that ended a run becomes its stream's head: a realloc of a block's first half first. */
+static int ends_run(struct stream *s, const struct mt_unit *u)
+{
+	s->head = *u;
+	if (u->ev.type == MT_REC_REALLOC && u->ev.old != 0)
+		s->head.flags = MT_UNIT_FIRST_HALF;
+	return 1;
+}
+
 static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_t end)
 {
 	struct stream *s = &f->streams[i];
@@ -246,23 +256,42 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 
 	if (s->resume)
 		return advance(f, i); /* its records may be the keyframe's */
-	while (f->tail < end) {
+	/*
+	 * Between other threads' records a run is mostly a few records long:
+	 * those one at a time, without the set-up of a longer run
+	 * (mt_cursor_next_events_due), which pays from about this many on.
+	 */
+	for (unsigned k = 0; next && k < SHORT_RUN && f->tail < end; k++) {
 		struct mt_unit *u = &f->ring[f->tail & (RING - 1)];
 		if (!mt_cursor_next_fast(&s->cur, &u->ev))
-			break;
+			return advance(f, i);
 		u->stream = i;
 		u->flags = 0;
-		if (u->ev.type == MT_REC_REALLOC && u->ev.old != 0) {
-			s->head = *u;
-			s->head.flags = MT_UNIT_FIRST_HALF;
-			return 1;
-		}
 		/* as due_before: a tie goes to the earlier offset (no record is in two streams) */
-		if (u->ev.time > key || (u->ev.time == key && u->ev.offset >= offset)) {
-			s->head = *u;
-			return 1;
-		}
+		if ((u->ev.type == MT_REC_REALLOC && u->ev.old != 0) || u->ev.time > key ||
+		    (u->ev.time == key && u->ev.offset >= offset))
+			return ends_run(s, u);
 		f->tail++;
+	}
+	while (f->tail < end) {
+		/* the rest decoded in as few calls as the ring's wrap allows */
+		uint64_t at = f->tail & (RING - 1),
+		         room = RING - at < end - f->tail ? RING - at : end - f->tail;
+		struct mt_unit *u = &f->ring[at];
+		bool stopped;
+		size_t n = mt_cursor_next_events_due(&s->cur, &u->ev, sizeof(*u), room, key, offset,
+		                                     &stopped);
+		for (size_t k = 0; k < n; k++) {
+			u[k].stream = i;
+			u[k].flags = 0;
+		}
+		if (stopped) {
+			f->tail += n - 1;
+			return ends_run(s, &u[n - 1]);
+		}
+		f->tail += n;
+		if (n < room)
+			break;
 	}
 	return advance(f, i);
 }

@@ -1432,6 +1432,44 @@ size_t mt_cursor_next_events(struct mt_cursor *c, struct mt_event *ev, size_t n)
 	return i;
 }
 
+size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n,
+                                 uint64_t key, uint64_t offset, bool *stopped)
+{
+	/*
+	 * A copy whose registers stay in registers, as mt_cursor_next_events',
+	 * of only what the fast path reads: a run may be a few events long.
+	 */
+	struct mt_cursor at;
+	unsigned char *base = (unsigned char *)ev;
+	size_t i = 0;
+
+	at.trace = c->trace;
+	at.pos = c->pos;
+	at.end = c->end;
+	at.time = c->time;
+	at.addr = c->addr;
+	at.stack = c->stack;
+	at.done = c->done;
+	at.skim_events = c->skim_events;
+	*stopped = false;
+	while (i < n) {
+		struct mt_event *e = (struct mt_event *)(void *)(base + i * stride);
+		if (!next_fast_inline(&at, e))
+			break;
+		i++;
+		if ((e->type == MT_REC_REALLOC && e->old != 0) || e->time > key ||
+		    (e->time == key && e->offset >= offset)) {
+			*stopped = true;
+			break;
+		}
+	}
+	c->pos = at.pos;
+	c->time = at.time;
+	c->addr = at.addr;
+	c->stack = at.stack;
+	return i;
+}
+
 static int cursor_next(struct mt_cursor *c, struct mt_record *rec, struct mt_error *err);
 
 /*

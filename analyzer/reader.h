@@ -393,6 +393,15 @@ bool mt_cursor_next_fast(struct mt_cursor *c, struct mt_event *ev);
  * thread's events in runs, without a call for each.
  */
 size_t mt_cursor_next_events(struct mt_cursor *c, struct mt_event *ev, size_t n);
+/*
+ * mt_cursor_next_events for a merge of threads, into events `stride` bytes
+ * apart from ev (each inside a larger unit): it stops after the first event
+ * due at or after (key, offset) (a later time, or the same and an offset
+ * not before), or that is a realloc of a block (old != 0), which it reads
+ * and counts too, and says so in *stopped.
+ */
+size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n,
+                                 uint64_t key, uint64_t offset, bool *stopped);
 /* The record of an event, as mt_cursor_next gives it (rec->chunk is left alone). */
 void mt_event_record(const struct mt_event *ev, struct mt_record *rec);
 

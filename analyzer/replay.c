@@ -1429,7 +1429,8 @@ static int young_add(struct live *l, uint64_t key, struct host_block *h)
 	return 0;
 }
 
-static int host_remove(struct mt_instance *in, struct live *l, uint64_t addr, bool *found)
+static inline __attribute__((always_inline)) int host_remove(struct mt_instance *in, struct live *l,
+                                                             uint64_t addr, bool *found)
 {
 	struct host_block h;
 	struct block_val copy;
