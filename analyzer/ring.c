@@ -746,18 +746,25 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			return r;
 	}
 	for (;;) {
-		struct thread *best = NULL, *second = NULL;
+		struct thread *best = NULL, *second = NULL, *third = NULL;
+		bool every = true; /* every thread has its next record */
 		for (uint32_t i = 0; i < ci->nthreads; i++) {
 			struct thread *t = &c->threads[ci->threads[i]];
 			if (!t->have && (r = fill(c, t, ci, ended)) < 0)
 				return r;
-			if (!t->have)
+			if (!t->have) {
+				every = false;
 				continue;
+			}
 			if (!best || earlier(t, best)) {
+				third = second;
 				second = best;
 				best = t;
 			} else if (!second || earlier(t, second)) {
+				third = second;
 				second = t;
+			} else if (!third || earlier(t, third)) {
+				third = t;
 			}
 		}
 		if (!best || best->key >= w)
@@ -765,6 +772,7 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 		/* the earliest thread runs on until it passes the next one: no look at every
 		 * thread for each record (a thread with nothing yet is looked at again then: what
 		 * it writes now is past w, but for a stalled writer's, which may come late) */
+	next:
 		while (best->have && best->key < w && (!second || earlier(best, second))) {
 			/* instances are made only by walk(): the pointer holds through the merge */
 			if (best->key > next_child &&
@@ -797,6 +805,17 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			best->have = false;
 			if ((r = fill(c, best, ci, ended)) < 0)
 				return r;
+		}
+		/* best passed second, and only best moved since the look at every thread: second
+		 * is the earliest, and best the next unless the third is earlier (two threads that
+		 * take turns, the most common, never look at the others) */
+		if (every && best->have && second && !earlier(best, second) &&
+		    (!third || earlier(best, third))) {
+			struct thread *t = best;
+			best = second;
+			second = t;
+			if (best->key < w)
+				goto next;
 		}
 	}
 	return seed_children(c, ci->id, w, &next_child);
