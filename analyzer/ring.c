@@ -729,6 +729,26 @@ static int seed_children(struct mt_ring *c, uint32_t id, uint64_t before, uint64
 	return 0;
 }
 
+/*
+ * The earliest thread *best passed *second, and only it moved since the look
+ * at every thread (every: each had its next record; third: the earliest of
+ * the rest): second is the earliest now, and best the next unless the third
+ * is earlier. true with the two swapped when the merge goes on without
+ * another look (two threads that take turns, the most common, never look at
+ * the rest), false for a look.
+ */
+static inline bool turn(struct thread **best, struct thread **second, const struct thread *third,
+                        bool every, uint64_t w)
+{
+	struct thread *t = *best;
+
+	if (!every || (third && earlier(third, t)) || (*second)->key >= w)
+		return false;
+	*best = *second;
+	*second = t;
+	return true;
+}
+
 /* Every record half of an instance before w, in time order. */
 static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 {
@@ -772,8 +792,9 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 		/* the earliest thread runs on until it passes the next one: no look at every
 		 * thread for each record (a thread with nothing yet is looked at again then: what
 		 * it writes now is past w, but for a stalled writer's, which may come late) */
-	next:
-		while (best->have && best->key < w && (!second || earlier(best, second))) {
+		while (best->have && best->key < w &&
+		       (!second || earlier(best, second) ||
+		        turn(&best, &second, third, every, w))) {
 			/* instances are made only by walk(): the pointer holds through the merge */
 			if (best->key > next_child &&
 			    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)
@@ -805,17 +826,6 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			best->have = false;
 			if ((r = fill(c, best, ci, ended)) < 0)
 				return r;
-		}
-		/* best passed second, and only best moved since the look at every thread: second
-		 * is the earliest, and best the next unless the third is earlier (two threads that
-		 * take turns, the most common, never look at the others) */
-		if (every && best->have && second && !earlier(best, second) &&
-		    (!third || earlier(best, third))) {
-			struct thread *t = best;
-			best = second;
-			second = t;
-			if (best->key < w)
-				goto next;
 		}
 	}
 	return seed_children(c, ci->id, w, &next_child);
