@@ -143,7 +143,7 @@ static inline void *mt_map_put_small(struct mt_map *m, uint64_t key, bool *creat
 static inline bool mt_map_take_small(struct mt_map *m, uint64_t key, void *out, unsigned shift,
                                      size_t voff, size_t vsize)
 {
-	size_t mask = m->cap - 1, i, j;
+	size_t mask = m->cap - 1, i, j, gap;
 	uint64_t h = mt_map_mix(key), k, *hole;
 
 	if (h == MT_MAP_EMPTY || !m->cap)
@@ -158,13 +158,15 @@ static inline bool mt_map_take_small(struct mt_map *m, uint64_t key, void *out, 
 	hole = mt_map_slot(m, i, shift);
 	if (out)
 		memcpy(out, (char *)hole + voff, vsize);
-	/* backward shift: later entries of the probe run move into the hole if their home allows */
-	for (j = (i + 1) & mask; (k = *mt_map_slot(m, j, shift)) != MT_MAP_EMPTY;
-	     j = (j + 1) & mask) {
-		if (((j - mt_map_home(m, k)) & mask) >= ((j - i) & mask)) {
+	/* backward shift: later entries of the probe run move into the hole if their home allows
+	 * (is gap or more before them; j - k has the low bits of j - home: the run's walk is
+	 * most of a take in a dense set) */
+	for (j = (i + 1) & mask, gap = 1; (k = *mt_map_slot(m, j, shift)) != MT_MAP_EMPTY;
+	     j = (j + 1) & mask, gap++) {
+		if (((j - k) & mask) >= gap) {
 			memcpy(hole, mt_map_slot(m, j, shift), (size_t)1 << shift);
-			i = j;
-			hole = mt_map_slot(m, i, shift);
+			hole = mt_map_slot(m, j, shift);
+			gap = 0;
 		}
 	}
 	*hole = MT_MAP_EMPTY;

@@ -729,6 +729,26 @@ static int seed_children(struct mt_ring *c, uint32_t id, uint64_t before, uint64
 	return 0;
 }
 
+/*
+ * The earliest thread *best passed *second, and only it moved since the look
+ * at every thread (every: each had its next record; third: the earliest of
+ * the rest): second is the earliest now, and best the next unless the third
+ * is earlier. true with the two swapped when the merge goes on without
+ * another look (two threads that take turns, the most common, never look at
+ * the rest), false for a look.
+ */
+static inline bool turn(struct thread **best, struct thread **second, const struct thread *third,
+                        bool every, uint64_t w)
+{
+	struct thread *t = *best;
+
+	if (!every || (third && earlier(third, t)) || (*second)->key >= w)
+		return false;
+	*best = *second;
+	*second = t;
+	return true;
+}
+
 /* Every record half of an instance before w, in time order. */
 static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 {
@@ -746,18 +766,25 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 			return r;
 	}
 	for (;;) {
-		struct thread *best = NULL, *second = NULL;
+		struct thread *best = NULL, *second = NULL, *third = NULL;
+		bool every = true; /* every thread has its next record */
 		for (uint32_t i = 0; i < ci->nthreads; i++) {
 			struct thread *t = &c->threads[ci->threads[i]];
 			if (!t->have && (r = fill(c, t, ci, ended)) < 0)
 				return r;
-			if (!t->have)
+			if (!t->have) {
+				every = false;
 				continue;
+			}
 			if (!best || earlier(t, best)) {
+				third = second;
 				second = best;
 				best = t;
 			} else if (!second || earlier(t, second)) {
+				third = second;
 				second = t;
+			} else if (!third || earlier(t, third)) {
+				third = t;
 			}
 		}
 		if (!best || best->key >= w)
@@ -765,7 +792,9 @@ static int merge(struct mt_ring *c, struct inst *ci, uint64_t w, bool ended)
 		/* the earliest thread runs on until it passes the next one: no look at every
 		 * thread for each record (a thread with nothing yet is looked at again then: what
 		 * it writes now is past w, but for a stalled writer's, which may come late) */
-		while (best->have && best->key < w && (!second || earlier(best, second))) {
+		while (best->have && best->key < w &&
+		       (!second || earlier(best, second) ||
+		        turn(&best, &second, third, every, w))) {
 			/* instances are made only by walk(): the pointer holds through the merge */
 			if (best->key > next_child &&
 			    (r = seed_children(c, ci->id, best->key, &next_child)) < 0)

@@ -1279,6 +1279,62 @@ static void test_next_events(void)
 	tb_free_buf(&b);
 }
 
+/*
+ * mt_cursor_next_events reads short records a word at a time where the CPU
+ * can (BMI2), mt_cursor_next_fast a byte at a time: the same events from
+ * records whose fields are 1 to 10 bytes long, in every mix, across the word
+ * boundaries and past them (the loop of bytes then), and at a chunk's end.
+ */
+static void test_next_events_words(void)
+{
+	struct mt_error err = {0};
+	struct mt_event run[16], one;
+	struct mt_cursor c, d;
+	struct mt_trace t;
+	uint64_t r = 88172645463325252ull, time = 1000, addr = 0x10000;
+	size_t n = 0, got;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 100, 100, 1000);
+	while (b.pos - b.chunk < CHUNK - 64) {
+		uint64_t size;
+		uint32_t stack;
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		time += (r & 7) == 0 ? 1 : r >> (64 - 1 - (r >> 3) % 48);
+		addr += (r >> 9 & 1 ? 1 : -1) * (uint64_t)(r >> (64 - 1 - (r >> 10) % 47) & ~15ull);
+		size = r >> (64 - 1 - (r >> 16) % 40);
+		stack = (r >> 22) % 4 == 0 ? 7 : (uint32_t)(r >> (64 - 1 - (r >> 24) % 31));
+		if (r >> 30 & 1)
+			tb_short_free(&b, time, addr);
+		else
+			tb_short_malloc(&b, time, addr, size, stack);
+		n++;
+	}
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_cursor_init(&c, &t, 0, &err), 1);
+	CHECK_EQ(mt_cursor_init(&d, &t, 0, &err), 1);
+	for (size_t i = 0; i < n; i += got) {
+		got = mt_cursor_next_events(&c, run, 16);
+		CHECK(got > 0);
+		for (size_t k = 0; k < got; k++) {
+			CHECK(mt_cursor_next_fast(&d, &one));
+			CHECK_EQ(run[k].type, one.type);
+			CHECK_EQ(run[k].offset, one.offset);
+			CHECK_EQ(run[k].length, one.length);
+			CHECK_EQ(run[k].time, one.time);
+			CHECK_EQ(run[k].addr, one.addr);
+			CHECK_EQ(run[k].size, one.size);
+			CHECK_EQ(run[k].stack, one.stack);
+			CHECK_EQ(run[k].fn, one.fn);
+		}
+	}
+	CHECK_EQ(mt_cursor_next_events(&c, run, 16), 0);
+	CHECK(!mt_cursor_next_fast(&d, &one));
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
 /* mt_record_span (trace-format.h) over a record of every type, short ones too. */
 static void test_record_span(void)
 {
@@ -1386,6 +1442,7 @@ int main(void)
 	test_reach_records();
 	test_short_records();
 	test_next_events();
+	test_next_events_words();
 	test_record_span();
 	test_open_skims();
 	test_short_sample();
