@@ -2337,6 +2337,13 @@ void mt_replay_stream_peaks(struct mt_instance *in)
 	finish_stack_stats(in);
 }
 
+uint64_t mt_replay_stream_items(const struct mt_instance *in)
+{
+	const struct mt_instance_priv *p = in->priv;
+
+	return p->live ? p->live->host.count + p->live->nranges + p->nstats : 0;
+}
+
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id)
 {
 	const uint32_t *idx = mt_map_get(&r->index, id);

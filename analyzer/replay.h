@@ -410,6 +410,8 @@ int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *
 int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *alloc,
                                 const struct mt_event *free_ev);
 void mt_replay_stream_peaks(struct mt_instance *in);
+/* The items a keyframe of the instance would hold now: live blocks, ranges, stack figures. */
+uint64_t mt_replay_stream_items(const struct mt_instance *in);
 struct mt_instance *mt_replay_find_instance_mut(struct mt_replay *r, uint32_t id);
 /* Whether a record is two-phase: a realloc or mremap that gives an old block back at t0. */
 static inline bool mt_replay_two_phase(const struct mt_record *rec)

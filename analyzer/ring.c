@@ -134,7 +134,11 @@ struct mt_ring {
 	 * its size: a chunk may be larger than OWN_CHUNK when that is what was free) */
 	uint64_t *own_rounds;
 	size_t nown, own_cap;
-	uint64_t round, since_round, last_keyframe_bytes;
+	uint64_t round, since_round;
+	uint64_t keep_bytes;  /* stream 1's chunks: never given back */
+	uint64_t done_bytes;  /* writers' chunks wholly applied, not yet given back */
+	uint64_t round_bytes; /* the chunks the last round took (the one being written's so far) */
+	uint64_t round_items; /* the items the last round's keyframes held */
 	uint64_t margin_ticks;
 	struct mt_ring_stats stats;
 	uint8_t payload[PAYLOAD_MAX + 1024];
@@ -381,6 +385,9 @@ static int own_new(struct mt_ring *c, struct own *o, uint32_t tid)
 		            sizeof(*c->own_rounds)) < 0)
 			return -ENOMEM;
 		c->own_rounds[c->nown++] = off << 12 | mt_ring_class(size) << 8 | (c->round & 0xff);
+		c->round_bytes += size;
+	} else {
+		c->keep_bytes += size;
 	}
 	return 0;
 }
@@ -566,6 +573,7 @@ static int chunk_done(struct mt_ring *c, struct thread *t)
 	ch->done = true;
 	t->last_seq = ch->seq + 1;
 	c->since_round += ch->size;
+	c->done_bytes += ch->size;
 	if (mt_grow((void **)&c->done, &c->done_cap, c->ndone + 1, sizeof(*c->done)) < 0)
 		return -ENOMEM;
 	c->done[c->ndone++] = t->chunks[0];
@@ -1078,6 +1086,7 @@ static int release(struct mt_ring *c)
 			return r;
 		if ((r = give_back(c, off, ch->size)) < 0)
 			return r;
+		c->done_bytes -= ch->size;
 		mt_map_del(&c->chunks, off);
 	}
 	/* the keep stream's chunk stays open until it is full: sealed each round, its rest
@@ -1098,14 +1107,65 @@ static int release(struct mt_ring *c)
 	return 0;
 }
 
+/* The items the keyframes of a round at this moment would hold. */
+static uint64_t round_items(struct mt_ring *c)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < c->ninsts; i++) {
+		const struct mt_instance *in = mt_replay_find_instance(c->replay, c->insts[i].id);
+		if (in && mt_replay_stream_begun(in))
+			n += mt_replay_stream_items(in);
+	}
+	return n;
+}
+
+/*
+ * Whether the ring needs a round now. Just before round n + 2 is whole the
+ * file holds the kept definitions, rounds n and n + 1 and the one being
+ * written, the writers' chunks done since round n (those done before were
+ * given back after round n + 1) and those not yet done. A round comes when
+ * one more poll's worth of records (a margin) would leave no room for the
+ * next, and when the chunks done since the last round are half of what the
+ * rest leaves: stretches between rounds stay even, so that what a round
+ * gives back makes room for the next. At most a quarter of the ring, so that
+ * a consumer late by a stretch still fits. The next round's size is the
+ * last's per item (16 bytes before the first), its items now, and a chunk.
+ * At least half a round and 1/64 of the ring between rounds (never twice
+ * as many keyframe bytes as event bytes): a ring too small for what it
+ * keeps grows past its size, and says what would have held it.
+ */
+static bool round_due(struct mt_ring *c)
+{
+	uint64_t size = c->header->ring_size, items = round_items(c);
+	uint64_t per = c->round_items ? (c->round_bytes + c->round_items - 1) / c->round_items : 16;
+	uint64_t round = per * items + OWN_CHUNK, least, rest;
+	uint64_t held = c->keep_bytes + OWN_CHUNK + 3 * round + size / 32;
+
+	for (uint32_t i = 0; i < c->nthreads; i++)
+		for (size_t j = 0; j < c->threads[i].n; j++)
+			held += ((const struct chunk *)mt_map_get(&c->chunks,
+			                                          c->threads[i].chunks[j]))
+			                ->size;
+	least = round / 2 > size / 64 ? round / 2 : size / 64;
+	if (held + 2 * least > size && c->stats.needed < held + 2 * least)
+		c->stats.needed = held + 2 * least;
+	if (c->since_round < least)
+		return false;
+	rest = held < size ? size - held : 0;
+	return c->since_round >= size / 4 || 2 * c->since_round >= rest ||
+	       held + c->done_bytes >= size;
+}
+
 /* A round: every begun instance's keyframe at w, then ROUND, then what it frees. */
 static int round_at(struct mt_ring *c, uint64_t w)
 {
-	uint64_t before = c->stats.keyframe_bytes, n = 0;
+	uint64_t n = 0, items = round_items(c);
 	int r;
 
 	c->round++;
 	own_seal(&c->rounds); /* a round's chunks are its own, given back together */
+	c->round_bytes = 0;
 	for (uint32_t i = 0; i < c->ninsts; i++) {
 		const struct mt_instance *in = mt_replay_find_instance(c->replay, c->insts[i].id);
 		if (!in || !mt_replay_stream_begun(in))
@@ -1122,7 +1182,9 @@ static int round_at(struct mt_ring *c, uint64_t w)
 		return r;
 	own_seal(&c->rounds);
 	c->stats.rounds++;
-	c->last_keyframe_bytes = c->stats.keyframe_bytes - before;
+	c->stats.keep_bytes = c->keep_bytes;
+	c->stats.round_bytes = c->round_bytes;
+	c->round_items = items;
 	c->since_round = 0;
 	/* what the tables left as they doubled since is free heap: the system gets its pages */
 	malloc_trim(0);
@@ -1155,10 +1217,7 @@ int mt_ring_poll(struct mt_ring *c, bool ended)
 		if ((r = merge(c, &c->insts[i], w, ended)) < 0)
 			return r;
 	}
-	/* room for the next stretch: a round when a quarter of the ring waits, and never
-	 * more keyframe bytes than event bytes */
-	if (!ended && c->since_round >= c->header->ring_size / 4 &&
-	    c->since_round >= 2 * c->last_keyframe_bytes)
+	if (!ended && round_due(c))
 		return round_at(c, w);
 	return 0;
 }

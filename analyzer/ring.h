@@ -30,11 +30,14 @@ int mt_ring_open(struct mt_ring **out, const char *path);
 int mt_ring_poll(struct mt_ring *c, bool ended);
 /*
  * Rounds written, extents given back, bytes claimed past the ring (header),
- * and the consumer's process's own memory now (RssAnon: not the trace's
- * pages it maps; 0 when unknown).
+ * the bytes of the kept definitions and of the last round's chunks, the
+ * ring size that would have left room for the records between two rounds
+ * (0: the ring had it), and the consumer's process's own memory now
+ * (RssAnon: not the trace's pages it maps; 0 when unknown).
  */
 struct mt_ring_stats {
 	uint64_t rounds, released, overflow, keyframe_bytes;
+	uint64_t keep_bytes, round_bytes, needed;
 	uint64_t rss_anon_kib;
 };
 void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s);

@@ -369,7 +369,16 @@ static void consume(pid_t pid, const char *name, bool pattern, uint64_t since_ns
 	if (!ring)
 		return;
 	mt_ring_stats(ring, &st);
-	if (st.overflow)
+	if (st.overflow && st.needed)
+		fprintf(stderr,
+		        "memtrace: the ring grew %llu bytes past its size, nothing lost: the "
+		        "stack definitions it keeps (%.1f MiB) and its rounds of keyframes "
+		        "(%.1f MiB each, three at a time) left too little room for the records "
+		        "between two rounds; --ring %lluM would have held them\n",
+		        (unsigned long long)st.overflow, (double)st.keep_bytes / (1 << 20),
+		        (double)st.round_bytes / (1 << 20),
+		        (unsigned long long)((st.needed + (1 << 20) - 1) >> 20));
+	else if (st.overflow)
 		fprintf(stderr,
 		        "memtrace: the ring grew %llu bytes past its size (the consumer fell "
 		        "behind "

@@ -53,14 +53,39 @@ def full_and_ring(argv, ring_size=True, env=None):
     return runs
 
 
+def within(runs, ring_size):
+    """The ring's trace kept within its size, as the run said: (full, ring) processes."""
+    ring_trace, ring_err = runs["ring"]
+    size = os.path.getsize(ring_trace)
+    check(size <= ring_size + HEADER,
+          f"the ring's trace is {size} bytes, past {ring_size} + its header; run said: {ring_err}")
+    check("kept the trace within its size" in ring_err, f"memtrace run said: {ring_err}")
+    return the_process(runs["full"][0]), the_process(ring_trace)
+
+
+def same_totals(full, ring):
+    """The all-time figures and the stacks of leak and churn: the full trace's."""
+    f, r = full["memories"]["host"], ring["memories"]["host"]
+    for key in ("allocations", "frees", "bytes_allocated", "peak_bytes", "peak_blocks",
+                "leaked_bytes", "leaked_blocks", "failed_allocations", "unknown_frees",
+                "inherited_bytes"):
+        check(f[key] == r[key], f"host {key}: full {f[key]}, ring {r[key]}")
+    check(f["allocations"] >= ALLOCATIONS, f"{f['allocations']} allocations, not {ALLOCATIONS}")
+    for what in ("leak_stacks", "peak_stacks"):
+        for function in ("leak", "churn"):
+            a, b = by_function(f[what], function), by_function(r[what], function)
+            check(a == b, f"{what} of {function}: full {a}, ring {b}")
+    leaks = ALLOCATIONS // 1000
+    check(by_function(r["leak_stacks"], "leak")[1] == leaks,
+          f"the ring's leak stack holds {by_function(r['leak_stacks'], 'leak')}, not {leaks} blocks")
+
+
 def test_same_as_full():
     runs = full_and_ring([program("churn-leak"), str(ALLOCATIONS)])
     ring_trace, ring_err = runs["ring"]
     full_trace, _ = runs["full"]
-    ring, full = the_process(ring_trace), the_process(full_trace)
+    full, ring = within(runs, RING)
     size = os.path.getsize(ring_trace)
-    check(size <= RING + HEADER, f"the ring's trace is {size} bytes, past {RING} + its header")
-    check("kept the trace within its size" in ring_err, f"memtrace run said: {ring_err}")
     # chunks were reused: the run says how many (the full trace is about 35 MB at 3M
     # allocations in short records, not many times 16 MiB: its size says little)
     written_again = re.search(r"(\d+) chunks written again", ring_err)
@@ -83,19 +108,7 @@ def test_same_as_full():
     check(0 < in_window <= len(times) and samples == in_window,
           f"{samples} samples in the report, {in_window} of the trace's {len(times)} in its window")
 
-    f, r = full["memories"]["host"], ring["memories"]["host"]
-    for key in ("allocations", "frees", "bytes_allocated", "peak_bytes", "peak_blocks",
-                "leaked_bytes", "leaked_blocks", "failed_allocations", "unknown_frees",
-                "inherited_bytes"):
-        check(f[key] == r[key], f"host {key}: full {f[key]}, ring {r[key]}")
-    check(f["allocations"] >= ALLOCATIONS, f"{f['allocations']} allocations, not {ALLOCATIONS}")
-    leaks = ALLOCATIONS // 1000
-    for what in ("leak_stacks", "peak_stacks"):
-        for function in ("leak", "churn"):
-            a, b = by_function(f[what], function), by_function(r[what], function)
-            check(a == b, f"{what} of {function}: full {a}, ring {b}")
-    check(by_function(r["leak_stacks"], "leak")[1] == leaks,
-          f"the ring's leak stack holds {by_function(r['leak_stacks'], 'leak')}, not {leaks} blocks")
+    same_totals(full, ring)
     growth = {}
     for name, proc in (("full", full), ("ring", ring)):
         rows = [g for g in proc["diagnosis"]["growth"] if "leak" in functions(g["stack"])]
@@ -106,6 +119,20 @@ def test_same_as_full():
           f"growth end: full {growth['full']['end_bytes']}, ring {growth['ring']['end_bytes']}")
     check(growth["ring"]["from_bytes"] >= growth["full"]["from_bytes"],
           f"growth from: full {growth['full']['from_bytes']}, ring {growth['ring']['from_bytes']}")
+
+
+def test_many_stacks():
+    """A start-up that leaves many stack definitions (as a torch import leaves 135 MB), which
+    the ring keeps as long as the process lives, and each round's keyframes name: the rounds
+    come as often as the room that is left needs, and the trace stays within its size."""
+    runs = full_and_ring([program("churn-leak"), str(ALLOCATIONS)], 12 * MiB,
+                         {"CHURN_STACKS": "16"})
+    full, ring = within(runs, 12 * MiB)
+    check(ring["window"]["keyframe"], f"the ring did not roll over: {ring['window']}")
+    same_totals(full, ring)
+    stacks = len(re.findall(r" STACK ", subprocess.run([BIN, "dump", runs["ring"][0]],
+                            capture_output=True, text=True, check=True).stdout))
+    check(stacks > 1 << 16, f"the ring's trace defines {stacks} stacks, not the start-up's 65,536")
 
 
 def test_forked():
@@ -214,6 +241,6 @@ def test_oom_killed():
         check(host["leaked_blocks"] == leak[1] + hold[1], f"ring={ring}: {host['leaked_blocks']} blocks live at death")
 
 
-main({"same_as_full": test_same_as_full, "forked": test_forked, "sampled": test_sampled,
+main({"same_as_full": test_same_as_full, "many_stacks": test_many_stacks, "forked": test_forked, "sampled": test_sampled,
       "pairs": test_pairs,
       "oom_killed": test_oom_killed})

@@ -8,7 +8,6 @@
  *   parent  3 x 111 + 5 x 222 = 1443 bytes in 8 blocks
  *   child   3 x 111 inherited, 20,000 x 48 = 960,000 bytes of its own
  */
-#define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>

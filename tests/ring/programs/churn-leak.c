@@ -5,7 +5,10 @@
  * every 1000 (of 1 to 2 KiB) kept for ever from its own stack: a slow,
  * steady leak. argv: N, and optionally a byte
  * count to allocate and keep at the end, in 1 MiB blocks, until malloc fails or the process is
- * killed (the OOM-killer test).
+ * killed (the OOM-killer test). CHURN_STACKS=B first makes 2^B distinct stacks, a
+ * malloc and free at the end of each path of B calls to left or right: a start-up
+ * that leaves the definitions a library import leaves (torch: some 700,000 stacks,
+ * 135 MB), which the ring keeps for as long as the process lives.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +46,31 @@ __attribute__((noinline)) static void *churn(size_t size)
 	return p;
 }
 
+static unsigned branch(unsigned depth, unsigned path);
+
+/* Two callers of branch: a path's bits choose the return addresses of its stack. */
+__attribute__((noinline)) static unsigned left(unsigned depth, unsigned path)
+{
+	return branch(depth, path) + 1; /* not a tail call: the frame stays */
+}
+
+__attribute__((noinline)) static unsigned right(unsigned depth, unsigned path)
+{
+	return branch(depth, path) + 2;
+}
+
+__attribute__((noinline)) static unsigned branch(unsigned depth, unsigned path)
+{
+	void *p;
+
+	if (depth)
+		return (path & 1 ? right : left)(depth - 1, path >> 1) + 1;
+	p = malloc(16);
+	sink = p;
+	free(p);
+	return 0;
+}
+
 __attribute__((noinline)) static void hold_until_killed(long long bytes, int fd)
 {
 	unsigned held = 0;
@@ -70,6 +98,10 @@ int main(int argc, char **argv)
 		memtrace_mark("start");
 	if (getenv("CHURN_WORK"))
 		work = atoi(getenv("CHURN_WORK"));
+	if (getenv("CHURN_STACKS"))
+		for (unsigned bits = (unsigned)atoi(getenv("CHURN_STACKS")), path = 0;
+		     path < 1u << bits; path++)
+			sink = (void *)(uintptr_t)branch(bits, path);
 	if (cgroup) {
 		FILE *f = fopen(cgroup, "w");
 		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
