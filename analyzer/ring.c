@@ -1125,8 +1125,8 @@ static uint64_t round_items(struct mt_ring *c)
  * file holds the kept definitions, rounds n and n + 1 and the one being
  * written, the writers' chunks done since round n (those done before were
  * given back after round n + 1) and those not yet done. A round comes when
- * one more poll's worth of records (a margin) would leave no room for the
- * next, and when the chunks done since the last round are half of what the
+ * the records of a late poll or two (a margin of 1/16 of the ring) would
+ * leave no room for the next, and when the chunks done since the last round are half of what the
  * rest leaves: stretches between rounds stay even, so that what a round
  * gives back makes room for the next. At most a quarter of the ring, so that
  * a consumer late by a stretch still fits. The next round's size is the
@@ -1140,7 +1140,7 @@ static bool round_due(struct mt_ring *c)
 	uint64_t size = c->header->ring_size, items = round_items(c);
 	uint64_t per = c->round_items ? (c->round_bytes + c->round_items - 1) / c->round_items : 16;
 	uint64_t round = per * items + OWN_CHUNK, least, rest;
-	uint64_t held = c->keep_bytes + OWN_CHUNK + 3 * round + size / 32;
+	uint64_t held = c->keep_bytes + OWN_CHUNK + 3 * round + size / 16;
 
 	for (uint32_t i = 0; i < c->nthreads; i++)
 		for (size_t j = 0; j < c->threads[i].n; j++)
@@ -1148,8 +1148,10 @@ static bool round_due(struct mt_ring *c)
 			                                          c->threads[i].chunks[j]))
 			                ->size;
 	least = round / 2 > size / 64 ? round / 2 : size / 64;
-	if (held + 2 * least > size && c->stats.needed < held + 2 * least)
-		c->stats.needed = held + 2 * least;
+	/* of a ring too small, the size that would hold the rest with stretches of an eighth
+	 * of it and its own margin: x = rest + x / 16 + x / 4 */
+	if (held + 2 * least > size && c->stats.needed < (held - size / 16) * 16 / 11)
+		c->stats.needed = (held - size / 16) * 16 / 11;
 	if (c->since_round < least)
 		return false;
 	rest = held < size ? size - held : 0;

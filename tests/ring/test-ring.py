@@ -135,6 +135,29 @@ def test_many_stacks():
     check(stacks > 1 << 16, f"the ring's trace defines {stacks} stacks, not the start-up's 65,536")
 
 
+def test_too_small():
+    """A ring too small for the definitions it keeps (4.6 MiB of them in 4 MiB) grows past its
+    size, loses nothing, says why and what size would have held it; and that size holds it."""
+    env = {"CHURN_STACKS": "16"}
+    runs = full_and_ring([program("churn-leak"), str(ALLOCATIONS)], 4 * MiB, env)
+    ring_trace, err = runs["ring"]
+    said = re.search(r"the ring grew (\d+) bytes past its size, nothing lost: the stack "
+                     r"definitions it keeps \(([\d.]+) MiB\).* --ring (\d+)M would have held them",
+                     err)
+    check(said, f"memtrace run said: {err}")
+    past, kept, suggested = int(said.group(1)), float(said.group(2)), int(said.group(3))
+    # a claim past the size starts where the last one within it ended, short of the size
+    check(4 * MiB + HEADER < os.path.getsize(ring_trace) <= 4 * MiB + HEADER + past,
+          f"{os.path.getsize(ring_trace)} bytes, {past} said past 4 MiB")
+    check(kept > 4, f"the definitions kept are {kept} MiB")
+    same_totals(the_process(runs["full"][0]), the_process(ring_trace))
+    trace = os.path.join(workdir(), "suggested.bin")
+    p = memtrace_run(trace, [program("churn-leak"), str(ALLOCATIONS)], suggested * MiB, env)
+    _, err = p.communicate(timeout=1800)
+    check(p.returncode == 0 and os.path.getsize(trace) <= suggested * MiB + HEADER,
+          f"--ring {suggested}M: {os.path.getsize(trace)} bytes; run said: {err.decode()}")
+
+
 def test_forked():
     """Each process its own live set, a forked child from its parent's: every instance's
     figures are the full trace's, whether its window starts at a keyframe or not."""
@@ -241,6 +264,7 @@ def test_oom_killed():
         check(host["leaked_blocks"] == leak[1] + hold[1], f"ring={ring}: {host['leaked_blocks']} blocks live at death")
 
 
-main({"same_as_full": test_same_as_full, "many_stacks": test_many_stacks, "forked": test_forked, "sampled": test_sampled,
+main({"same_as_full": test_same_as_full, "many_stacks": test_many_stacks,
+      "too_small": test_too_small, "forked": test_forked, "sampled": test_sampled,
       "pairs": test_pairs,
       "oom_killed": test_oom_killed})
