@@ -207,12 +207,17 @@ static void mmap_threshold_finding(struct mt_fragmentation *f, const struct mt_i
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
 	mt_size_text(g, sizeof(g), grew);
 	mt_size_text(mm, sizeof(mm), base->values[MT_SAMPLE_HEAP_MMAPPED]);
+	/* a ring's window may start after the raise (heap-findings.c says the same) */
 	snprintf(x->text, sizeof(x->text),
-	         "a free of a %s block raised glibc's dynamic mmap threshold to %s: %" PRIu64
-	         " later blocks of 128 KiB or more (%s) came from the heap instead of mmap; the "
-	         "arena "
-	         "grew by %s while mmapped memory stayed at %s or below",
-	         t, t, m->large_after, l, g, mm);
+	         in->window_start ? "glibc's dynamic mmap threshold stood at %s or more (a free of "
+	                            "a %s block in the ring's window)"
+	                          : "a free of a %s block raised glibc's dynamic mmap threshold "
+	                            "to %s",
+	         t, t);
+	snprintf(x->text + strlen(x->text), sizeof(x->text) - strlen(x->text),
+	         ": %" PRIu64 " later blocks of 128 KiB or more (%s) came from the heap instead of "
+	         "mmap; the arena grew by %s while mmapped memory stayed at %s or below",
+	         m->large_after, l, g, mm);
 	snprintf(x->advice, sizeof(x->advice),
 	         "set MALLOC_MMAP_THRESHOLD_=131072 (any fixed value turns the dynamic threshold "
 	         "off), "

@@ -168,19 +168,29 @@ static void threshold_text(char *buf, size_t n, const struct mt_mmap_threshold *
                            const struct mt_instance *in, const struct mt_clock_fit *clk)
 {
 	char t[32], l[32];
+	double at =
+	        (double)(mt_clock_ns(clk, m->raise_time) - mt_clock_ns(clk, in->start_time)) / 1e9;
 
 	buf[0] = 0;
 	if (!m->raised || !m->large_after)
 		return;
 	mt_size_text(t, sizeof(t), m->threshold);
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
-	snprintf(buf, n,
-	         "; a free of a %s block at %.3f s raised glibc's dynamic mmap threshold to %s, "
-	         "so %" PRIu64 " later blocks of 128 KiB to %s (%s) came from the heap, which "
+	/* a ring's window may start after the raise: the free it saw first says "by then" */
+	if (in->window_start)
+		snprintf(buf, n,
+		         "; by %.3f s, when a free of a %s block came, glibc's dynamic mmap "
+		         "threshold stood at %s or more",
+		         at, t, t);
+	else
+		snprintf(buf, n,
+		         "; a free of a %s block at %.3f s raised glibc's dynamic mmap threshold "
+		         "to %s",
+		         t, at, t);
+	snprintf(buf + strlen(buf), n - strlen(buf),
+	         ", so %" PRIu64 " later blocks of 128 KiB to %s (%s) came from the heap, which "
 	         "keeps their memory when they are freed",
-	         t,
-	         (double)(mt_clock_ns(clk, m->raise_time) - mt_clock_ns(clk, in->start_time)) / 1e9,
-	         t, m->large_after, t, l);
+	         m->large_after, t, l);
 }
 
 /*

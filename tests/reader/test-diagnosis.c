@@ -316,6 +316,11 @@ static void test_mmap_threshold(void)
 		if (x) {
 			CHECK_EQ(x->figure, 6 * MiB);
 			CHECK(strstr(x->advice, "MALLOC_MMAP_THRESHOLD_") != NULL);
+			/* the whole run: the free seen is the one that raised it (a ring's window
+			 * says "stood at ... or more") */
+			CHECK(strstr(x->text,
+			             "a free of a 1.00 MiB block raised glibc's dynamic mmap "
+			             "threshold to 1.00 MiB: 10 later blocks") != NULL);
 		}
 		CHECK_EQ(a->procs[0].diag.mmap_threshold.large_after, 10);
 		CHECK_EQ(a->procs[0].diag.mmap_threshold.threshold, MiB);
