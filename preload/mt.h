@@ -351,21 +351,30 @@ MT_HIDDEN int mt_python_walk(struct mt_area *area, uint64_t *h);
 MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
 
 /*
- * Per-thread scratch: the stack walker's last two walks and a small cache of
- * stack ids, so a hot stack costs no look-up in the shared table (whose
- * slots are spread over megabytes: a cache and TLB miss each).
+ * Per-thread scratch: the stack walker's last walk and a cache of stack ids,
+ * so a hot stack costs no look-up in the shared table (whose slots are
+ * spread over megabytes: a cache and TLB miss each, and two atomic counts).
+ * The id cache starts with MT_ID_CACHE slots in the area; a thread whose
+ * cache keeps missing (more hot stacks than slots, as bench churn's 20,000)
+ * moves to a mapping 4 times larger, up to MT_ID_CACHE_MAX slots (256 KiB):
+ * stacks.c, ids_grow.
  */
 #define MT_ID_CACHE      1024
+#define MT_ID_CACHE_MAX  16384
 #define MT_PY_PAGE_CACHE 64
 #define MT_PY_CODE_CACHE 256
+struct mt_id_slot {
+	uint64_t hash;
+	uint64_t id;
+};
 struct mt_area {
 	struct mt_walk *walk; /* unwind.c */
 	bool in_fallback;     /* the last stack came from libunwind, into fallback */
 	void *fallback[MT_MAX_DEPTH];
-	struct {
-		uint64_t hash;
-		uint64_t id;
-	} ids[MT_ID_CACHE];
+	struct mt_id_slot *ids; /* ids_first, or a mapping of ids_mask + 1 slots */
+	uint32_t ids_mask;      /* slots - 1 */
+	uint32_t ids_miss;      /* misses since the cache was last made larger */
+	struct mt_id_slot ids_first[MT_ID_CACHE];
 	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
 	int npy;
 	uint32_t py[2 * MT_MAX_PYFRAMES];
@@ -382,6 +391,9 @@ struct mt_area {
 	} py_codes[MT_PY_CODE_CACHE];
 };
 MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot be mapped */
+/* stacks.c: a new area's id cache (its own slots), and the larger one's mapping given back. */
+MT_HIDDEN void mt_ids_init(struct mt_area *area);
+MT_HIDDEN void mt_ids_release(struct mt_area *area);
 
 /* unwind.c: the stack walker. */
 /*

@@ -626,14 +626,17 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 			return NULL;
 		t->area = (struct mt_area *)p;
 		t->area->walk = (struct mt_walk *)(p + sizeof(struct mt_area));
+		mt_ids_init(t->area);
 	}
 	return t->area;
 }
 
 void mt_area_release(struct mt_thread *t)
 {
-	if (t->area)
+	if (t->area) {
+		mt_ids_release(t->area);
 		mt_own_unmap(t->area, AREA_BYTES);
+	}
 	t->area = NULL;
 }
 
@@ -1027,14 +1030,17 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = p;
+		mt_ids_init(t->area);
 	}
 	return t->area;
 }
 
 void mt_area_release(struct mt_thread *t)
 {
-	if (t->area)
+	if (t->area) {
+		mt_ids_release(t->area);
 		mt_own_unmap(t->area, sizeof(struct mt_area));
+	}
 	t->area = NULL;
 }
 
