@@ -97,7 +97,7 @@ void *mt_traced_malloc(size_t size)
 	p = mt_real.malloc(size);
 	if (MT_LIKELY(p)) {
 		if (mt_sample_take(p, size))
-			mt_rec_alloc(MT_FN_MALLOC, p, size);
+			mt_rec_short_malloc(p, size);
 		mt_leave_hot();
 	} else {
 		int err = errno;

@@ -695,6 +695,38 @@ static inline bool mt_sample_unrecorded(const void *p)
 }
 
 /*
+ * malloc's record, a short one (trace-format.h): its stack as a step from
+ * the chunk's stack register, or none at all when it is the register's (a
+ * loop allocating from one place). The register is read after mt_room,
+ * which may have begun a new chunk (and so a register at 0). Inline, as
+ * the interposed malloc's whole recording (the call to a record writer and
+ * its saved registers cost 13 instructions a malloc). Hot path, after the
+ * block is allocated.
+ */
+static inline void mt_rec_short_malloc(void *p, uint64_t size)
+{
+	uint64_t now = mt_now();
+	uint32_t stack = mt_stack_current();
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+	uint8_t *q;
+	uint32_t last;
+
+	if (MT_UNLIKELY(!rec))
+		return;
+	last = mt_self.stack;
+	mt_self.stack = stack;
+	q = mt_put_time(rec + 1, now);
+	q = mt_put_addr(q, (uintptr_t)p);
+	q = mt_put_varint(q, size);
+	if (stack == last) {
+		mt_commit_short(rec, MT_REC_SHORT_MALLOC_SAME, q);
+		return;
+	}
+	q = mt_put_varint(q, mt_zigzag((int64_t)stack - (int64_t)last));
+	mt_commit_short(rec, MT_REC_SHORT_MALLOC, q);
+}
+
+/*
  * free's record, a short one (trace-format.h): inline, as the interposed
  * free's whole recording (a call and its saved registers were a fifth of
  * it). Hot path, before the block is given back.
