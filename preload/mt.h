@@ -455,7 +455,19 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 }
 
 /* stacks.c: the process's stack table. */
-MT_HIDDEN uint32_t mt_stack_current(void); /* hot path: id of the caller's stack */
+/* The caller's stack walked, its id found (mt_stack_current's long way). */
+MT_HIDDEN uint32_t mt_stack_walked(void);
+/* Hot path: the id of the stack that called the interposed function. Inline:
+ * the short way (mt_unwind_again) is most calls on a loop allocating from
+ * one place. */
+static inline uint32_t mt_stack_current(void)
+{
+	uint32_t id;
+
+	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
+		return id;
+	return mt_stack_walked();
+}
 MT_HIDDEN int mt_stacks_init(void);
 MT_HIDDEN void mt_stacks_after_fork(void);
 /* Tracing stopped: the table is unmapped once no lookup is under way. Any context. */

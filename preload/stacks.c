@@ -33,7 +33,7 @@
  * per-thread id caches are in the threads' scratch areas (or mapped beside
  * them once grown), given back by each thread (writer.c).
  *
- * Context: hot path (mt_stack_current), init, fork child, any (mt_stacks_stop).
+ * Context: hot path (mt_stack_walked), init, fork child, any (mt_stacks_stop).
  * May not: take a lock, allocate with malloc.
  */
 #define UNW_LOCAL_ONLY
@@ -401,7 +401,7 @@ static __attribute__((noinline)) void ids_grow(struct mt_area *area)
  * hashed, looked up in the thread's id cache and then in the table. Notes
  * the id for mt_unwind_again when nothing but the walk made it.
  */
-static __attribute__((noinline)) uint32_t stack_walked(void)
+uint32_t mt_stack_walked(void)
 {
 	uint64_t h;
 	int n = mt_unwind((int)mt_config.depth, &h);
@@ -431,14 +431,4 @@ static __attribute__((noinline)) uint32_t stack_walked(void)
 	mt_self.again_ip = mt_self.caller_ip; /* the walk's innermost state */
 	mt_self.again_sp = mt_self.caller_sp;
 	return id;
-}
-
-/* Hot path: the id of the stack that called the interposed function. */
-uint32_t mt_stack_current(void)
-{
-	uint32_t id;
-
-	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
-		return id;
-	return stack_walked();
 }
