@@ -504,7 +504,6 @@ struct mt_walk {
 	uintptr_t chk_val[2 * WALK_MAX];
 	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
-	uint16_t chk_state[2 * WALK_MAX]; /* the state each word belongs to */
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
@@ -522,12 +521,22 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
 	return false;
 }
 
-/* first_changed's answer once a word changed: out of line, so that the check saves no register */
+/*
+ * first_changed's answer once a word changed: out of line, so that the
+ * check saves no register. The state of word j is the one whose words
+ * (first[s] to first[s + 1] - 1, at least its return address) hold it:
+ * found going down with j, not stored with every word by finish_from.
+ */
 static __attribute__((noinline)) int where_changed(const struct mt_walk *w, unsigned c)
 {
-	for (unsigned j = w->first[c]; j-- > 0;)
+	unsigned s = c;
+
+	for (unsigned j = w->first[c]; j-- > 0;) {
+		while (w->first[s] > j)
+			s--;
 		if (*(const uintptr_t *)w->chk_addr[j] != w->chk_val[j])
-			return w->chk_state[j];
+			return (int)s;
+	}
 	return -1;
 }
 
@@ -605,11 +614,10 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		w->first[i] = (uint16_t)j;
 		w->chk_addr[j] = sp - 8;
 		w->chk_val[j] = ip;
-		w->chk_state[j++] = (uint16_t)i;
+		j++;
 		if (loaded && live) {
 			w->chk_addr[j] = sp - 8 * loaded;
-			w->chk_val[j] = bp;
-			w->chk_state[j++] = (uint16_t)i;
+			w->chk_val[j++] = bp;
 		}
 		passes_on = !loaded && live;
 	}
