@@ -267,8 +267,13 @@ MT_HIDDEN extern pid_t mt_pid;
 static inline uint8_t *mt_room(size_t need)
 {
 	struct mt_thread *t = &mt_self;
-	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need))
+	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need)) {
+		/* a chunk's pos is set before its base (writer.c): the caller's test of
+		 * NULL folds away on this path */
+		if (!t->pos)
+			__builtin_unreachable();
 		return t->pos;
+	}
 	return mt_writer_room_slow(need);
 }
 
@@ -698,12 +703,6 @@ static inline bool mt_home_empty(const void *p)
 #else
 	return !atomic_load_explicit(&mt_sample_homes[mt_sample_home(p)], memory_order_relaxed);
 #endif
-}
-
-/* The traced path's test: in sampled mode, p's free is not recorded. */
-static inline bool mt_sample_unrecorded(const void *p)
-{
-	return mt_config.sampling && mt_home_empty(p);
 }
 
 /*
