@@ -554,7 +554,7 @@ static inline __m128i load_two(uintptr_t a, uintptr_t b)
  * check then stops where the paths part, and every later candidate inside
  * that state fails there too.
  */
-static int first_changed(const struct mt_walk *w, unsigned c)
+static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
 {
 	unsigned n = w->first[c];
 	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
@@ -583,6 +583,12 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 	              _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff))
 		return -1;
 	return where_changed(w, c);
+}
+
+/* words_changed as a call: walk's candidates, and mt_unwind's check. */
+static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
+{
+	return words_changed(w, c);
 }
 
 /*
@@ -751,7 +757,8 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
  * is and return w->n, or 0 for a walk that was cut (it holds max states, so
  * it stays cut).
  */
-static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+static inline __attribute__((always_inline)) bool
+same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bool inline_check)
 {
 	const struct mt_frame *last;
 
@@ -759,7 +766,7 @@ static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t s
 		return false;
 	last = &w->f[w->n - 1];
 	return last->ip == ip && last->sp == sp && (!last->bp_live || last->bp == bp) &&
-	       first_changed(w, w->n - 1) < 0;
+	       (inline_check ? words_changed(w, w->n - 1) : first_changed(w, w->n - 1)) < 0;
 }
 
 /*
@@ -779,7 +786,7 @@ uint32_t mt_unwind_again(void)
 	/* first what fails for a stack elsewhere, with no register to save */
 	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
 	    MT_UNLIKELY(!area) || area->walk->gen != mt_module_gen ||
-	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp))
+	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp, true))
 		return 0;
 	return t->again_id;
 }
@@ -957,7 +964,7 @@ int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
+	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp, false))
 		from = w->truncated ? 0 : (int)w->n;
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
