@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Event records: what the interposed functions write (docs/trace-format.md,
- * records 5 to 11, 14 and the short records 21 and 22 of malloc; free's,
- * 23, is inline in mt.h: mt_rec_short_free).
+ * records 5 to 11 and 14; the short records of malloc, 21 and 22, and of
+ * free, 23, are inline in mt.h: mt_rec_short_malloc, mt_rec_short_free).
  *
  * Context: hot path, guard set. The time is taken first, so that it is the
  * moment the real function returned (or, for frees, the moment before the
@@ -30,42 +30,12 @@ static void alloc_record(unsigned fn, unsigned kind, void *p, uint64_t size, uin
 	mt_commit_small(rec, MT_REC_ALLOC, q);
 }
 
-/*
- * A malloc as a short record: its stack as a step from the chunk's stack
- * register, or none at all when it is the register's (a loop allocating
- * from one place). The register is read after mt_room, which may have
- * begun a new chunk (and so a register at 0).
- */
-static void short_malloc(void *p, uint64_t size, uint32_t stack, uint64_t now)
-{
-	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
-	uint8_t *q;
-	uint32_t last;
-
-	if (MT_UNLIKELY(!rec))
-		return;
-	last = mt_self.stack;
-	mt_self.stack = stack;
-	q = mt_put_time(rec + 1, now);
-	q = mt_put_addr(q, (uintptr_t)p);
-	q = mt_put_varint(q, size);
-	if (stack == last) {
-		mt_commit_short(rec, MT_REC_SHORT_MALLOC_SAME, q);
-		return;
-	}
-	q = mt_put_varint(q, mt_zigzag((int64_t)stack - (int64_t)last));
-	mt_commit_short(rec, MT_REC_SHORT_MALLOC, q);
-}
-
 void mt_rec_alloc(unsigned fn, void *p, size_t size)
 {
 	uint64_t now = mt_now();
 	uint32_t stack = mt_stack_current();
 
-	if (fn == MT_FN_MALLOC)
-		short_malloc(p, size, stack, now);
-	else
-		alloc_record(fn, mt_fn_kind(fn), p, size, stack, now);
+	alloc_record(fn, mt_fn_kind(fn), p, size, stack, now);
 }
 
 void mt_rec_alloc_kind(unsigned fn, unsigned kind, void *p, uint64_t size)

@@ -97,7 +97,7 @@ void *mt_traced_malloc(size_t size)
 	p = mt_real.malloc(size);
 	if (MT_LIKELY(p)) {
 		if (mt_sample_take(p, size))
-			mt_rec_alloc(MT_FN_MALLOC, p, size);
+			mt_rec_short_malloc(p, size);
 		mt_leave_hot();
 	} else {
 		int err = errno;
@@ -107,18 +107,35 @@ void *mt_traced_malloc(size_t size)
 	return p;
 }
 
+/* free in sampled mode: recorded when p's allocation was (as mt_sample_forget says). */
+static __attribute__((noinline)) void sampled_free(void *p)
+{
+	if (mt_home_empty(p) || !mt_enter()) {
+		mt_real.free(p);
+		return;
+	}
+	if (mt_sample_forget(p))
+		mt_rec_short_free(p);
+	mt_real.free(p);
+	mt_leave_hot();
+}
+
+/* Full capture's free tests sampled mode once (the compiler could not keep one test for two). */
 void mt_traced_free(void *p)
 {
 	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
 		return;
 	if (MT_UNLIKELY(!mt_real.free))
 		mt_real_resolve();
-	if (mt_sample_unrecorded(p) || !mt_enter()) {
+	if (MT_UNLIKELY(mt_config.sampling)) {
+		sampled_free(p);
+		return;
+	}
+	if (!mt_enter()) {
 		mt_real.free(p);
 		return;
 	}
-	if (mt_sample_forget(p))
-		mt_rec_short_free(p);
+	mt_rec_short_free(p);
 	mt_real.free(p);
 	mt_leave_hot();
 }

@@ -267,8 +267,13 @@ MT_HIDDEN extern pid_t mt_pid;
 static inline uint8_t *mt_room(size_t need)
 {
 	struct mt_thread *t = &mt_self;
-	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need))
+	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need)) {
+		/* a chunk's pos is set before its base (writer.c): the caller's test of
+		 * NULL folds away on this path */
+		if (!t->pos)
+			__builtin_unreachable();
 		return t->pos;
+	}
 	return mt_writer_room_slow(need);
 }
 
@@ -351,21 +356,30 @@ MT_HIDDEN int mt_python_walk(struct mt_area *area, uint64_t *h);
 MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
 
 /*
- * Per-thread scratch: the stack walker's last two walks and a small cache of
- * stack ids, so a hot stack costs no look-up in the shared table (whose
- * slots are spread over megabytes: a cache and TLB miss each).
+ * Per-thread scratch: the stack walker's last walk and a cache of stack ids,
+ * so a hot stack costs no look-up in the shared table (whose slots are
+ * spread over megabytes: a cache and TLB miss each, and two atomic counts).
+ * The id cache starts with MT_ID_CACHE slots in the area; a thread whose
+ * cache keeps missing (more hot stacks than slots, as bench churn's 20,000)
+ * moves to a mapping 4 times larger, up to MT_ID_CACHE_MAX slots (256 KiB):
+ * stacks.c, ids_grow.
  */
 #define MT_ID_CACHE      1024
+#define MT_ID_CACHE_MAX  16384
 #define MT_PY_PAGE_CACHE 64
 #define MT_PY_CODE_CACHE 256
+struct mt_id_slot {
+	uint64_t hash;
+	uint64_t id;
+};
 struct mt_area {
 	struct mt_walk *walk; /* unwind.c */
 	bool in_fallback;     /* the last stack came from libunwind, into fallback */
 	void *fallback[MT_MAX_DEPTH];
-	struct {
-		uint64_t hash;
-		uint64_t id;
-	} ids[MT_ID_CACHE];
+	struct mt_id_slot *ids; /* ids_first, or a mapping of ids_mask + 1 slots */
+	uint32_t ids_mask;      /* slots - 1 */
+	uint32_t ids_miss;      /* misses since the cache was last made larger */
+	struct mt_id_slot ids_first[MT_ID_CACHE];
 	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
 	int npy;
 	uint32_t py[2 * MT_MAX_PYFRAMES];
@@ -382,6 +396,9 @@ struct mt_area {
 	} py_codes[MT_PY_CODE_CACHE];
 };
 MT_HIDDEN struct mt_area *mt_area_get(struct mt_thread *t); /* NULL if it cannot be mapped */
+/* stacks.c: a new area's id cache (its own slots), and the larger one's mapping given back. */
+MT_HIDDEN void mt_ids_init(struct mt_area *area);
+MT_HIDDEN void mt_ids_release(struct mt_area *area);
 
 /* unwind.c: the stack walker. */
 /*
@@ -443,7 +460,19 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 }
 
 /* stacks.c: the process's stack table. */
-MT_HIDDEN uint32_t mt_stack_current(void); /* hot path: id of the caller's stack */
+/* The caller's stack walked, its id found (mt_stack_current's long way). */
+MT_HIDDEN uint32_t mt_stack_walked(void);
+/* Hot path: the id of the stack that called the interposed function. Inline:
+ * the short way (mt_unwind_again) is most calls on a loop allocating from
+ * one place. */
+static inline uint32_t mt_stack_current(void)
+{
+	uint32_t id;
+
+	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
+		return id;
+	return mt_stack_walked();
+}
 MT_HIDDEN int mt_stacks_init(void);
 MT_HIDDEN void mt_stacks_after_fork(void);
 /* Tracing stopped: the table is unmapped once no lookup is under way. Any context. */
@@ -676,10 +705,36 @@ static inline bool mt_home_empty(const void *p)
 #endif
 }
 
-/* The traced path's test: in sampled mode, p's free is not recorded. */
-static inline bool mt_sample_unrecorded(const void *p)
+/*
+ * malloc's record, a short one (trace-format.h): its stack as a step from
+ * the chunk's stack register, or none at all when it is the register's (a
+ * loop allocating from one place). The register is read after mt_room,
+ * which may have begun a new chunk (and so a register at 0). Inline, as
+ * the interposed malloc's whole recording (the call to a record writer and
+ * its saved registers cost 13 instructions a malloc). Hot path, after the
+ * block is allocated.
+ */
+static inline void mt_rec_short_malloc(void *p, uint64_t size)
 {
-	return mt_config.sampling && mt_home_empty(p);
+	uint64_t now = mt_now();
+	uint32_t stack = mt_stack_current();
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+	uint8_t *q;
+	uint32_t last;
+
+	if (MT_UNLIKELY(!rec))
+		return;
+	last = mt_self.stack;
+	mt_self.stack = stack;
+	q = mt_put_time(rec + 1, now);
+	q = mt_put_addr(q, (uintptr_t)p);
+	q = mt_put_varint(q, size);
+	if (stack == last) {
+		mt_commit_short(rec, MT_REC_SHORT_MALLOC_SAME, q);
+		return;
+	}
+	q = mt_put_varint(q, mt_zigzag((int64_t)stack - (int64_t)last));
+	mt_commit_short(rec, MT_REC_SHORT_MALLOC, q);
 }
 
 /*

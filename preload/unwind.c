@@ -504,7 +504,6 @@ struct mt_walk {
 	uintptr_t chk_val[2 * WALK_MAX];
 	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
-	uint16_t chk_state[2 * WALK_MAX]; /* the state each word belongs to */
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
@@ -522,12 +521,22 @@ static bool from_libgcc(const struct mt_frame *f, unsigned n)
 	return false;
 }
 
-/* first_changed's answer once a word changed: out of line, so that the check saves no register */
+/*
+ * first_changed's answer once a word changed: out of line, so that the
+ * check saves no register. The state of word j is the one whose words
+ * (first[s] to first[s + 1] - 1, at least its return address) hold it:
+ * found going down with j, not stored with every word by finish_from.
+ */
 static __attribute__((noinline)) int where_changed(const struct mt_walk *w, unsigned c)
 {
-	for (unsigned j = w->first[c]; j-- > 0;)
+	unsigned s = c;
+
+	for (unsigned j = w->first[c]; j-- > 0;) {
+		while (w->first[s] > j)
+			s--;
 		if (*(const uintptr_t *)w->chk_addr[j] != w->chk_val[j])
-			return w->chk_state[j];
+			return (int)s;
+	}
 	return -1;
 }
 
@@ -545,7 +554,7 @@ static inline __m128i load_two(uintptr_t a, uintptr_t b)
  * check then stops where the paths part, and every later candidate inside
  * that state fails there too.
  */
-static int first_changed(const struct mt_walk *w, unsigned c)
+static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
 {
 	unsigned n = w->first[c];
 	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
@@ -574,6 +583,12 @@ static int first_changed(const struct mt_walk *w, unsigned c)
 	              _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff))
 		return -1;
 	return where_changed(w, c);
+}
+
+/* words_changed as a call: walk's candidates, and mt_unwind's check. */
+static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
+{
+	return words_changed(w, c);
 }
 
 /*
@@ -605,11 +620,10 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		w->first[i] = (uint16_t)j;
 		w->chk_addr[j] = sp - 8;
 		w->chk_val[j] = ip;
-		w->chk_state[j++] = (uint16_t)i;
+		j++;
 		if (loaded && live) {
 			w->chk_addr[j] = sp - 8 * loaded;
-			w->chk_val[j] = bp;
-			w->chk_state[j++] = (uint16_t)i;
+			w->chk_val[j++] = bp;
 		}
 		passes_on = !loaded && live;
 	}
@@ -626,14 +640,17 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 			return NULL;
 		t->area = (struct mt_area *)p;
 		t->area->walk = (struct mt_walk *)(p + sizeof(struct mt_area));
+		mt_ids_init(t->area);
 	}
 	return t->area;
 }
 
 void mt_area_release(struct mt_thread *t)
 {
-	if (t->area)
+	if (t->area) {
+		mt_ids_release(t->area);
 		mt_own_unmap(t->area, AREA_BYTES);
+	}
 	t->area = NULL;
 }
 
@@ -740,7 +757,8 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
  * is and return w->n, or 0 for a walk that was cut (it holds max states, so
  * it stays cut).
  */
-static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+static inline __attribute__((always_inline)) bool
+same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bool inline_check)
 {
 	const struct mt_frame *last;
 
@@ -748,7 +766,7 @@ static inline bool same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t s
 		return false;
 	last = &w->f[w->n - 1];
 	return last->ip == ip && last->sp == sp && (!last->bp_live || last->bp == bp) &&
-	       first_changed(w, w->n - 1) < 0;
+	       (inline_check ? words_changed(w, w->n - 1) : first_changed(w, w->n - 1)) < 0;
 }
 
 /*
@@ -768,18 +786,29 @@ uint32_t mt_unwind_again(void)
 	/* first what fails for a stack elsewhere, with no register to save */
 	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
 	    MT_UNLIKELY(!area) || area->walk->gen != mt_module_gen ||
-	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp))
+	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp, true))
 		return 0;
 	return t->again_id;
 }
+
+/*
+ * GCC packs a state's ip and sp into a vector register to store them
+ * together: four instructions where two stores do (6 a malloc/free pair on
+ * bench small and churn).
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MT_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define MT_NO_SLP
+#endif
 
 /*
  * Walks the stack from (ip, sp, bp), at most max states, into w, reusing
  * what still holds of the walk w holds. Returns the index from which w's
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
-static int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp,
-                unsigned max)
+static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp,
+                          uintptr_t bp, unsigned max)
 {
 	/* the new states, innermost last (top[-i] is the i-th), so that they are stored, outermost
 	 * first, with one copy */
@@ -935,7 +964,7 @@ int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
+	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp, false))
 		from = w->truncated ? 0 : (int)w->n;
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
@@ -1027,14 +1056,17 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 		if (p == MAP_FAILED)
 			return NULL;
 		t->area = p;
+		mt_ids_init(t->area);
 	}
 	return t->area;
 }
 
 void mt_area_release(struct mt_thread *t)
 {
-	if (t->area)
+	if (t->area) {
+		mt_ids_release(t->area);
 		mt_own_unmap(t->area, sizeof(struct mt_area));
+	}
 	t->area = NULL;
 }
 
