@@ -7,13 +7,28 @@ untraced, and its trace stays readable with exact figures.
 The sampler's part (double closes, shell pipelines, every wrapper's return
 values) and the trace writer's part (the trace's own descriptor: close-all
 by a loop, close_range, closefrom) are separate tests: the writer's are
-named close_all_*."""
+named close_all_*.
+
+With MEMTRACE_SAMPLING in the environment (capture-descriptors-sampled) the
+same programs run in sampled mode, its short pass in front of glibc: the
+same output, files and return values; the figures are estimates, each
+within a quarter of the program's (hundreds of samples: the sampler's own
+error is a few percent, docs/sampling.md), which a trace writer that lost
+its descriptor would not reach."""
 import os
 import shutil
 
 from harness import check, dump_summary, main, program, run, run_traced, workdir
 
 FAST = {"MEMTRACE_INTERVAL_MS": "1"}  # the sampler at its busiest
+SAMPLED = "MEMTRACE_SAMPLING" in os.environ
+
+
+def figure(got, truth, at_least=False):
+    """got is the program's truth: exactly (or at least), or, sampled, within a quarter."""
+    if SAMPLED:
+        return 0.75 * truth <= got and (at_least or got <= 1.25 * truth)
+    return got >= truth if at_least else got == truth
 
 
 def traced_and_not(argv, extra=FAST, timeout=120, **kw):
@@ -46,7 +61,7 @@ def test_double_close_pipes():
     same_output(plain, traced, "double-close")
     check(plain.stdout.endswith(b"ebadf 10000\n"), f"untraced: {plain.stdout!r}")
     h, proc = host(trace)
-    check(h["allocations"] >= 10000 and h["frees"] >= 10000,
+    check(figure(h["allocations"], 10000, True) and figure(h["frees"], 10000, True),
           f"{h['allocations']} allocations, {h['frees']} frees: not the program's 10,000")
     check(proc["last_sample"]["count"] > 0, "no sample in the trace")
     shutil.rmtree(d)
@@ -101,7 +116,8 @@ def test_wrappers_as_untraced():
     check(b"1020 fine, 0 not" in plain.stdout, f"untraced fd-games: {plain.stdout!r}")
     check(open(out_traced, "rb").read() == open(out_plain, "rb").read(), "the file differs from untraced")
     h, proc = host(trace)
-    check(h["allocations"] >= 600, f"{h['allocations']} allocations: the program's 600 are not all there")
+    check(figure(h["allocations"], 600, True),
+          f"{h['allocations']} allocations: the program's 600 are not all there")
     check(proc["last_sample"]["count"] >= 10, f"{proc['last_sample']['count']} samples: the sampler stopped")
     shutil.rmtree(d)
 
@@ -122,7 +138,8 @@ def close_all(how):
         check(open(out_traced, "rb").read() == open(out_plain, "rb").read(),
               f"the program's file differs from untraced ({size} bytes, not {os.path.getsize(out_plain)})")
         h, _ = host(trace)
-        check((h["allocations"], h["live_blocks"], h["live_bytes"]) == (100000, 100000, 3990400),
+        check(figure(h["allocations"], 100000) and figure(h["live_blocks"], 100000) and
+              figure(h["live_bytes"], 3990400),
               f"the trace says {h['allocations']} allocations, {h['live_blocks']} live blocks of "
               f"{h['live_bytes']} bytes, not 100,000 of 3,990,400")
         shutil.rmtree(d)
