@@ -354,6 +354,26 @@ done:
 	return true;
 }
 
+/*
+ * x86-64's BMI2 (Haswell, Zen and later) takes a varint's bits from a word
+ * in one instruction (pext, with the byte mask that BMI1 makes of its end):
+ * the event runs are read by a copy of their loop built for it where the
+ * CPU has it (mt_cursor_next_events), whose short records are read with no
+ * branch per byte, and so is the open's checksum walk (sealed_ok). pext is
+ * written out: its intrinsic needs BMI2 in every function it is inlined
+ * through.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WORD_BMI2 1
+static inline __attribute__((always_inline)) uint64_t pext(uint64_t w, uint64_t mask)
+{
+	uint64_t r;
+
+	__asm__("pext %2, %1, %0" : "=r"(r) : "r"(w), "r"(mask));
+	return r;
+}
+#endif
+
 /* One more event for *s: the records of a skim come in file order, so a later one of equal time
  * is later by offset too. */
 static inline void skimmed(struct mt_skim *s, uint64_t time, uint64_t offset)
@@ -397,25 +417,89 @@ static inline __attribute__((always_inline)) bool skim_fast(const uint8_t *p, co
 	return false;
 }
 
+#ifdef WORD_BMI2
+static inline __attribute__((always_inline)) uint64_t pdep(uint64_t w, uint64_t mask)
+{
+	uint64_t r;
+
+	__asm__("pdep %2, %1, %0" : "=r"(r) : "r"(w), "r"(mask));
+	return r;
+}
+
+/*
+ * skim_fast of a short record whose time ends in the eight bytes after its
+ * type byte (which the caller knows are before `end`) and whose last field
+ * ends in the sixteen, if they are: its time step from one load (pext up to the first
+ * varint's end), its end the end of its last varint (pdep picks the n-th
+ * end, in the second word if the first has too few); false for any other
+ * record, which skim_fast reads. Every varint of up to eight bytes is one
+ * that field and skip_varints take.
+ */
+static inline __attribute__((always_inline)) bool skim_word(const uint8_t *p, const uint8_t *end,
+                                                            uint64_t *dt, const uint8_t **next)
+{
+	unsigned k = (unsigned)*p - MT_REC_SHORT_MALLOC; /* 4, 3 or 2 fields: mt_short_fields */
+	uint64_t w, ends, last;
+
+	if (k > MT_REC_SHORT_FREE - MT_REC_SHORT_MALLOC)
+		return false;
+	memcpy(&w, p + 1, sizeof(w)); /* little-endian: the first byte is the lowest */
+	ends = ~w & 0x8080808080808080ull;
+	*dt = pext(w, (ends ^ (ends - 1)) & 0x7f7f7f7f7f7f7f7full);
+	last = pdep(8u >> k, ends);
+	if (last) {
+		*next = p + 2 + (unsigned)__builtin_ctzll(last) / 8;
+		return true;
+	}
+	if (!ends || end - p <= 16)
+		return false; /* its time does not end in the word, or the second is not there */
+	/* the fields the first word does not end, at least one */
+	k = 4 - k - (unsigned)__builtin_popcountll(ends);
+	memcpy(&w, p + 9, sizeof(w));
+	last = pdep(1ull << (k - 1), ~w & 0x8080808080808080ull);
+	if (!last)
+		return false;
+	*next = p + 10 + (unsigned)__builtin_ctzll(last) / 8;
+	return true;
+}
+#endif
+
 /*
  * The checksum walk over a sealed chunk (at file offset `off`, its time
  * register starting at `ticks`), which skims its events too: while every
  * record is one that skim_fast reads, *sk is what mt_cursor_skim would make
- * of them, and *all says whether that held to the end.
+ * of them, and *all says whether that held to the end. With `word`, runs of
+ * short records far from the chunk's end are read a word at a time
+ * (skim_word), their figures kept in registers: a store through *sk could
+ * change the bytes read as far as the compiler knows.
  */
-static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc, uint64_t off,
-                      uint64_t ticks, struct mt_skim *sk, bool *all)
+static inline __attribute__((always_inline)) bool
+sealed_walk(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc, uint64_t off,
+            uint64_t ticks, struct mt_skim *sk, bool *all, bool word)
 {
 	const uint8_t *start = chunk + hdr, *end = chunk + size;
 	const uint8_t *p = start;
 	uint64_t time = ticks, dt;
 	bool events = true;
 
+	(void)word;
 	memset(sk, 0, sizeof(*sk));
 	sk->first_time = UINT64_MAX;
 	while (p < end && *p != MT_REC_END_OF_DATA) {
 		const uint8_t *q = p + 1;
 		uint64_t len;
+#ifdef WORD_BMI2
+		if (word && events && end - p > 8 && skim_word(p, end, &dt, &q)) {
+			struct mt_skim s = *sk;
+			do {
+				time += (uint64_t)mt_unzigzag(dt);
+				skimmed(&s, time, off + (uint64_t)(p - chunk));
+				p = q;
+			} while (end - p > 8 && skim_word(p, end, &dt, &q));
+			*sk = s;
+			continue;
+		}
+#endif
 		if (events && skim_fast(p, end, &dt, &q)) {
 			time += (uint64_t)mt_unzigzag(dt);
 			skimmed(sk, time, off + (uint64_t)(p - chunk));
@@ -435,6 +519,25 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_
 	}
 	*all = events;
 	return mt_crc32c(start, (size_t)(p - start)) == crc;
+}
+
+#ifdef WORD_BMI2
+__attribute__((target("bmi,bmi2,popcnt"))) static bool
+sealed_ok_bmi2(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc, uint64_t off,
+               uint64_t ticks, struct mt_skim *sk, bool *all)
+{
+	return sealed_walk(chunk, hdr, size, crc, off, ticks, sk, all, true);
+}
+#endif
+
+static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_t crc, uint64_t off,
+                      uint64_t ticks, struct mt_skim *sk, bool *all)
+{
+#ifdef WORD_BMI2
+	if (__builtin_cpu_supports("bmi2"))
+		return sealed_ok_bmi2(chunk, hdr, size, crc, off, ticks, sk, all);
+#endif
+	return sealed_walk(chunk, hdr, size, crc, off, ticks, sk, all, false);
 }
 
 /*
@@ -1344,23 +1447,7 @@ void mt_event_record(const struct mt_event *ev, struct mt_record *rec)
 	}
 }
 
-/*
- * x86-64's BMI2 (Haswell, Zen and later) takes a varint's bits from a word
- * in one instruction (pext, with the byte mask that BMI1 makes of its end):
- * the event runs are read by a copy of their loop built for it where the
- * CPU has it (mt_cursor_next_events), whose short records are read with no
- * branch per byte. pext is written out: its intrinsic needs BMI2 in every
- * function it is inlined through.
- */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define WORD_BMI2 1
-static inline __attribute__((always_inline)) uint64_t pext(uint64_t w, uint64_t mask)
-{
-	uint64_t r;
-
-	__asm__("pext %2, %1, %0" : "=r"(r) : "r"(w), "r"(mask));
-	return r;
-}
+#ifdef WORD_BMI2
 
 /*
  * The next varint of w, whose ends are the high bits clear in *ends (the

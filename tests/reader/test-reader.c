@@ -1162,6 +1162,57 @@ static void test_open_skims(void)
 }
 
 /*
+ * The open's walk reads short records a word or two at a time where the CPU
+ * can (BMI2): its figures are mt_cursor_skim's for records whose fields are
+ * 1 to 10 bytes long, in every mix (ending in the first word, in the second,
+ * or past it), their times going up, down and standing still, up to the
+ * chunk's end, where the walk reads a byte at a time.
+ */
+static void test_open_skims_words(void)
+{
+	static struct mt_record rec;
+	struct mt_error err = {0};
+	uint64_t r = 88172645463325252ull, time = 1ull << 50, addr = 0x10000;
+	struct mt_skim sk;
+	struct mt_cursor c;
+	struct mt_trace t;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	for (unsigned k = 0; k < 4; k++) {
+		tb_chunk(&b, 1, 100, 100, time);
+		while (b.pos - b.chunk < CHUNK - 40) {
+			uint64_t size, step;
+			uint32_t stack;
+			r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+			step = (r & 7) == 0 ? 0 : r >> (64 - 1 - (r >> 3) % 40);
+			time = r >> 8 & 1 ? time + step : time - step;
+			addr += (r >> 9 & 1 ? 1 : -1) *
+			        (uint64_t)(r >> (64 - 1 - (r >> 10) % 47) & ~15ull);
+			size = r >> (64 - 1 - (r >> 16) % 40);
+			stack = (r >> 22) % 4 == 0 ? 7 : (uint32_t)(r >> (64 - 1 - (r >> 24) % 31));
+			if (r >> 30 & 1)
+				tb_short_free(&b, time, addr);
+			else
+				tb_short_malloc(&b, time, addr, size, stack);
+		}
+		seal(&b);
+	}
+	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
+	CHECK_EQ(mt_reader_chunk_slots(&t), 4);
+	for (unsigned k = 0; k < 4; k++) {
+		CHECK(t.slots[k].skimmed);
+		CHECK_EQ(mt_cursor_init(&c, &t, k, &err), 1);
+		c.skim_events = true;
+		CHECK_EQ(mt_cursor_skim(&c, &sk, &rec, &err), 0);
+		CHECK(sk.events > 100);
+		CHECK(!memcmp(&sk, &t.slots[k].skim, sizeof(sk)));
+	}
+	mt_reader_close(&t);
+	tb_free_buf(&b);
+}
+
+/*
  * include/memtrace/bytes.h, the one reading of a byte count that
  * MEMTRACE_SAMPLING, memtrace run --sampling and check's limits share.
  */
@@ -1445,6 +1496,7 @@ int main(void)
 	test_next_events_words();
 	test_record_span();
 	test_open_skims();
+	test_open_skims_words();
 	test_short_sample();
 	test_random_damage();
 	test_parse_bytes();
