@@ -128,9 +128,9 @@ def test_many_stacks():
     """A start-up that leaves many stack definitions (as a torch import leaves 135 MB), which
     the ring keeps as long as the process lives, and each round's keyframes name: the rounds
     come as often as the room that is left needs, and the trace stays within its size."""
-    runs = full_and_ring([program("churn-leak"), str(STACKS_RUN)], 12 * MiB,
+    runs = full_and_ring([program("churn-leak"), str(STACKS_RUN)], 14 * MiB,
                          {"CHURN_STACKS": "16"})
-    full, ring = within(runs, 12 * MiB)
+    full, ring = within(runs, 14 * MiB)
     check(ring["window"]["keyframe"], f"the ring did not roll over: {ring['window']}")
     same_totals(full, ring, STACKS_RUN)
     stacks = len(re.findall(r" STACK ", subprocess.run([BIN, "dump", runs["ring"][0]],
