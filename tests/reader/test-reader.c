@@ -1278,6 +1278,19 @@ static void test_short_records(void)
 	tb_free_buf(&b);
 }
 
+/* An event read in a run is the one mt_cursor_next_fast reads, field for field. */
+static void same_event(const struct mt_event *a, const struct mt_event *b)
+{
+	CHECK_EQ(a->type, b->type);
+	CHECK_EQ(a->offset, b->offset);
+	CHECK_EQ(a->length, b->length);
+	CHECK_EQ(a->time, b->time);
+	CHECK_EQ(a->addr, b->addr);
+	CHECK_EQ(a->size, b->size);
+	CHECK_EQ(a->stack, b->stack);
+	CHECK_EQ(a->fn, b->fn);
+}
+
 /*
  * mt_cursor_next_events reads what mt_cursor_next_fast reads one at a time,
  * at most n, and stops before a record that is not an event it reads.
@@ -1308,12 +1321,7 @@ static void test_next_events(void)
 	CHECK_EQ(mt_cursor_next_events(&c, run + 4, 16), 0);
 	for (unsigned i = 0; i < 4; i++) {
 		CHECK(mt_cursor_next_fast(&d, &one));
-		CHECK_EQ(run[i].type, one.type);
-		CHECK_EQ(run[i].offset, one.offset);
-		CHECK_EQ(run[i].time, one.time);
-		CHECK_EQ(run[i].addr, one.addr);
-		CHECK_EQ(run[i].size, one.size);
-		CHECK_EQ(run[i].stack, one.stack);
+		same_event(&run[i], &one);
 	}
 	CHECK_EQ(run[3].type, MT_REC_FREE);
 	CHECK_EQ(run[3].addr, 0x1000);
@@ -1370,14 +1378,7 @@ static void test_next_events_words(void)
 		CHECK(got > 0);
 		for (size_t k = 0; k < got; k++) {
 			CHECK(mt_cursor_next_fast(&d, &one));
-			CHECK_EQ(run[k].type, one.type);
-			CHECK_EQ(run[k].offset, one.offset);
-			CHECK_EQ(run[k].length, one.length);
-			CHECK_EQ(run[k].time, one.time);
-			CHECK_EQ(run[k].addr, one.addr);
-			CHECK_EQ(run[k].size, one.size);
-			CHECK_EQ(run[k].stack, one.stack);
-			CHECK_EQ(run[k].fn, one.fn);
+			same_event(&run[k], &one);
 		}
 	}
 	CHECK_EQ(mt_cursor_next_events(&c, run, 16), 0);
