@@ -301,6 +301,8 @@ static uint64_t rss_anon_kib(void)
 void mt_ring_stats(const struct mt_ring *c, struct mt_ring_stats *s)
 {
 	*s = c->stats;
+	s->keep_bytes = c->keep_bytes;
+	s->round_bytes = c->round_bytes; /* the last round's: no round is being written here */
 	s->rss_anon_kib = rss_anon_kib();
 	s->overflow = atomic_load((_Atomic uint64_t *)&c->header->ring_overflow);
 }
@@ -416,7 +418,6 @@ static int emit(struct mt_ring *c, struct own *o, uint32_t tid, uint8_t type)
 	rec[3] = (uint8_t)((c->plen >> 14) & 0x7f);
 	atomic_store_explicit((_Atomic uint8_t *)rec, type, memory_order_release);
 	o->pos += need;
-	c->stats.keyframe_bytes += need;
 	c->plen = 0;
 	return 0;
 }
@@ -1184,8 +1185,6 @@ static int round_at(struct mt_ring *c, uint64_t w)
 		return r;
 	own_seal(&c->rounds);
 	c->stats.rounds++;
-	c->stats.keep_bytes = c->keep_bytes;
-	c->stats.round_bytes = c->round_bytes;
 	c->round_items = items;
 	c->since_round = 0;
 	/* what the tables left as they doubled since is free heap: the system gets its pages */

@@ -36,7 +36,7 @@ int mt_ring_poll(struct mt_ring *c, bool ended);
  * (RssAnon: not the trace's pages it maps; 0 when unknown).
  */
 struct mt_ring_stats {
-	uint64_t rounds, released, overflow, keyframe_bytes;
+	uint64_t rounds, released, overflow;
 	uint64_t keep_bytes, round_bytes, needed;
 	uint64_t rss_anon_kib;
 };
