@@ -1127,14 +1127,15 @@ static uint64_t round_items(struct mt_ring *c)
  * written, the writers' chunks done since round n (those done before were
  * given back after round n + 1) and those not yet done. A round comes when
  * the records of a late poll or two (a margin of 1/16 of the ring) would
- * leave no room for the next, and when the chunks done since the last round are half of what the
- * rest leaves: stretches between rounds stay even, so that what a round
- * gives back makes room for the next. At most a quarter of the ring, so that
- * a consumer late by a stretch still fits. The next round's size is the
- * last's per item (16 bytes before the first), its items now, and a chunk.
- * At least half a round and 1/64 of the ring between rounds (never twice
- * as many keyframe bytes as event bytes): a ring too small for what it
- * keeps grows past its size, and says what would have held it.
+ * leave no room for the next, and when the chunks done since the last
+ * round are half of what the rest leaves: stretches between rounds stay
+ * even, so that what a round gives back makes room for the next. At most
+ * a quarter of the ring, so that a consumer late by a stretch still fits.
+ * The next round's size is the last's per item (16 bytes before the
+ * first), its items now, and a chunk. At least half a round and 1/64 of
+ * the ring between rounds (never twice as many keyframe bytes as event
+ * bytes): a ring too small for what it keeps grows past its size, and
+ * says what would have held it.
  */
 static bool round_due(struct mt_ring *c)
 {
