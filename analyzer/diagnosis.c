@@ -61,10 +61,10 @@ void mt_diagnosis_note_free(struct mt_diagnosis *d, const struct mt_instance *in
 		return;
 	if (!m->raised) {
 		m->raised = true;
-		m->raise_time = time;
 		m->raise_sample = in->nsamples;
 	}
 	m->threshold = size;
+	m->threshold_time = time;
 }
 
 void mt_diagnosis_note_alloc(struct mt_diagnosis *d, const struct mt_instance *in, uint64_t addr,

@@ -119,8 +119,8 @@ struct mt_post_mortem {
 /* The state that finds glibc's dynamic mmap threshold rising. */
 struct mt_mmap_threshold {
 	bool raised;
-	uint64_t raise_time;                     /* ticks of the first free that raised it */
-	uint64_t raise_sample;                   /* samples before it */
+	uint64_t raise_sample;                   /* samples before the first free that raised it */
+	uint64_t threshold_time;                 /* ticks of the free that set the threshold now */
 	uint64_t threshold;                      /* the largest such free: the threshold now */
 	uint64_t large_after, large_after_bytes; /* blocks of 128 KiB .. threshold since */
 };

@@ -163,20 +163,24 @@ static void signed_size(char *buf, size_t n, double bytes)
 		snprintf(buf, n, "nothing");
 }
 
-/* The threshold raise that explains the growth, "" when none was seen. */
+/*
+ * The threshold raise that explains the growth, "" when none was seen: the free that set the
+ * threshold as it stands, which a first, smaller raise is not.
+ */
 static void threshold_text(char *buf, size_t n, const struct mt_mmap_threshold *m,
                            const struct mt_instance *in, const struct mt_clock_fit *clk)
 {
 	char t[32], l[32];
 	double at =
-	        (double)(mt_clock_ns(clk, m->raise_time) - mt_clock_ns(clk, in->start_time)) / 1e9;
+	        (double)(mt_clock_ns(clk, m->threshold_time) - mt_clock_ns(clk, in->start_time)) /
+	        1e9;
 
 	buf[0] = 0;
 	if (!m->raised || !m->large_after)
 		return;
 	mt_size_text(t, sizeof(t), m->threshold);
 	mt_size_text(l, sizeof(l), m->large_after_bytes);
-	/* a ring's window may start after the raise: the free it saw first says "by then" */
+	/* a ring's window may start after the first raise: say what it stood at by then */
 	if (in->window_start)
 		snprintf(buf, n,
 		         "; by %.3f s, when a free of a %s block came, glibc's dynamic mmap "

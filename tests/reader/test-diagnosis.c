@@ -328,6 +328,149 @@ static void test_mmap_threshold(void)
 	mt_analysis_free(a);
 }
 
+/* ---- glibc's threshold raised twice, in a whole run and in a ring's window ---- */
+
+#define RAISE_W (2 * MS + MS / 2) /* the ring's keyframe: after the first raise */
+
+static const uint64_t raise_frames[] = {0x401000, 0x402000, 0x403000};
+
+/* Thread 300's first chunk: a free of 1 MiB raises the threshold to 1 MiB at 0.001 s. */
+static void raise_first_chunk(struct tb *b)
+{
+	tb_chunk(b, 1, 300, 300, 1 * MS);
+	tb_process(b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	for (uint32_t i = 0; i < 3; i++)
+		tb_stack(b, i + 1, 1, &raise_frames[i]);
+	tb_alloc(b, 1 * MS + MS / 2, MT_FN_MALLOC, 0x7f0000000000, MiB, 1);
+	tb_free(b, 2 * MS, 0x7f0000000000);
+}
+
+/*
+ * After RAISE_W: frees of 1.5 MiB (0.002 s) and of 2 MiB (0.003 s) raise it further; ten
+ * steps each keep a 512 KiB block from the heap and end with a mark. The sampler's RSS grows
+ * 2 MiB a step, the arena 6 MiB in all while mmapped memory falls to nothing.
+ */
+static void raise_later_chunks(struct tb *b)
+{
+	tb_chunk(b, 1, 300, 300, RAISE_W + 100 * 1000);
+	tb_alloc(b, 2 * MS + 700 * 1000, MT_FN_MALLOC, 0x7f0000200000, MiB + MiB / 2, 2);
+	tb_free(b, 3 * MS, 0x7f0000200000);
+	tb_alloc(b, 3 * MS + MS / 2, MT_FN_MALLOC, 0x7f0000400000, 2 * MiB, 2);
+	tb_free(b, 4 * MS, 0x7f0000400000);
+	for (uint64_t i = 0; i < 10; i++) {
+		uint64_t t = 5 * MS + i * MS;
+		char label[16];
+
+		tb_alloc(b, t, MT_FN_MALLOC, 0x1000000 + i * 0x100000, 512 * KiB, 3);
+		snprintf(label, sizeof(label), "step %d", (int)i);
+		tb_mark(b, t + 500 * 1000, label);
+	}
+	tb_exit(b, 16 * MS, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(b, 1, 300, 301, RAISE_W + 100 * 1000);
+	sample(b, 2 * MS + 800 * 1000, 10 * MiB, 0, 0, 2 * MiB, MiB, MiB, MiB, 2 * MiB + 4096, 0,
+	       0);
+	for (uint64_t i = 0; i < 10; i++)
+		sample(b, 5 * MS + i * MS + 300 * 1000, 20 * MiB + i * 2 * MiB, 0, 0,
+		       2 * MiB + (i + 1) * 6 * MiB / 10, MiB + (i + 1) * 512 * KiB, MiB + i * MiB,
+		       MiB, 0, 0, 0);
+}
+
+/* The consumer's chunks: the definitions copied and a keyframe of the moment RAISE_W. */
+static void raise_consumer_chunks(struct tb *b)
+{
+	static const uint64_t kinds[TB_KIND_VALUES] = {
+	        MT_KIND_HOST, 1, 1, MiB, MiB, 1, 1 * MS + MS / 2, 0, 0, 0, 0,
+	};
+	static const uint64_t threads[MT_KT_FIELDS] = {300, 0, CHUNK, 0};
+	static const uint64_t stacks[MT_KS_FIELDS] = {MT_KIND_HOST, 1, 1, 1, MiB, MiB, 1};
+	static const uint64_t counts[4] = {1, 0, 0, 1};
+
+	tb_chunk(b, 0, 99, 1, RAISE_W);
+	tb_copy(b, 1, 0);
+	tb_process(b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	for (uint32_t i = 0; i < 3; i++)
+		tb_stack(b, i + 1, 1, &raise_frames[i]);
+	tb_chunk(b, 0, 99, 2, RAISE_W);
+	tb_keyframe(b, 1, 1, RAISE_W, 2, counts, 1, kinds);
+	tb_key_items(b, MT_REC_KEY_THREADS, 1, MT_KT_FIELDS, threads);
+	tb_key_items(b, MT_REC_KEY_STACKS, 1, MT_KS_FIELDS, stacks);
+	tb_key_end(b, 1, 1);
+	tb_round(b, 1, RAISE_W, 1, 1);
+}
+
+static const struct mt_finding *finding_of(const struct mt_analysis *a, const char *name)
+{
+	const struct mt_fragmentation *f = &a->procs[0].diag.frag;
+
+	for (uint32_t i = 0; i < f->nfindings; i++)
+		if (!strcmp(f->findings[i].name, name))
+			return &f->findings[i];
+	return NULL;
+}
+
+/*
+ * The texts name the free that set the threshold as it stands (2 MiB at 0.003 s), not the first
+ * raise (1 MiB at 0.001 s in the whole run, 1.5 MiB at 0.002 s in the window); the window's
+ * say what the threshold stood at by then, since raises before it are not seen. The figures
+ * are the same: the arena grew 6 MiB; RSS grew 2 MiB a mark where 512 KiB was live.
+ */
+static void test_mmap_threshold_window(void)
+{
+	static const char *const says[2][2] = {
+	        {"a free of a 2.00 MiB block raised glibc's dynamic mmap threshold to 2.00 MiB: "
+	         "10 later blocks",
+	         "; a free of a 2.00 MiB block at 0.003 s raised glibc's dynamic mmap threshold to "
+	         "2.00 MiB, so 10 later blocks of 128 KiB to 2.00 MiB (5.00 MiB) came from the "
+	         "heap"},
+	        {"glibc's dynamic mmap threshold stood at 2.00 MiB or more (a free of a 2.00 MiB "
+	         "block in the ring's window): 10 later blocks",
+	         "; by 0.003 s, when a free of a 2.00 MiB block came, glibc's dynamic mmap "
+	         "threshold "
+	         "stood at 2.00 MiB or more, so 10 later blocks of 128 KiB to 2.00 MiB (5.00 MiB) "
+	         "came from the heap"},
+	};
+
+	for (int ring = 0; ring < 2; ring++) {
+		const struct mt_finding *raised, *grows;
+		struct mt_analysis *a;
+		struct tb b;
+
+		tb_init(&b, CHUNK);
+		if (ring) {
+			((struct mt_file_header *)b.buf)->ring_size = 16 * CHUNK;
+			b.seq = 1; /* seq 0, the first chunk, was given back */
+		} else {
+			raise_first_chunk(&b);
+		}
+		raise_later_chunks(&b);
+		if (ring)
+			raise_consumer_chunks(&b);
+		a = analyze(&b, ring ? "mmap-threshold-window" : "mmap-threshold-twice");
+		if (!a)
+			return;
+		CHECK_EQ(a->procs[0].in->window_start, ring ? RAISE_W : 0);
+		CHECK_EQ(a->procs[0].diag.mmap_threshold.threshold, 2 * MiB);
+		CHECK_EQ(a->procs[0].diag.mmap_threshold.large_after, 10);
+		raised = finding_of(a, "mmap-threshold-raised");
+		grows = finding_of(a, "rss-grows-not-live");
+		CHECK(raised != NULL);
+		CHECK(grows != NULL);
+		if (raised) {
+			CHECK_EQ(raised->figure, 6 * MiB);
+			CHECK(strstr(raised->text, says[ring][0]) != NULL);
+		}
+		if (grows) {
+			CHECK_EQ(grows->figure, 2 * MiB - 512 * KiB);
+			CHECK(strstr(grows->text, says[ring][1]) != NULL);
+		}
+		if (raised && grows &&
+		    (!strstr(raised->text, says[ring][0]) || !strstr(grows->text, says[ring][1])))
+			fprintf(stderr, "%s:\n  %s\n  %s\n", ring ? "ring" : "whole", raised->text,
+			        grows->text);
+		mt_analysis_free(a);
+	}
+}
+
 /*
  * The threshold's bounds, where the analysis tests inline before it calls: a free of exactly
  * 128 KiB raises it to 128 KiB, one of its size again does not move it, one above 32 MiB is
@@ -371,7 +514,7 @@ static void test_mmap_threshold_bounds(void)
 		const struct mt_diagnosis *d = &a->procs[0].diag;
 
 		CHECK(d->mmap_threshold.raised);
-		CHECK_EQ(d->mmap_threshold.raise_time, 3 * MS);
+		CHECK_EQ(d->mmap_threshold.threshold_time, 9 * MS);
 		CHECK_EQ(d->mmap_threshold.threshold, 256 * KiB);
 		CHECK_EQ(d->mmap_threshold.large_after, 1);
 		CHECK_EQ(d->mmap_threshold.large_after_bytes, 128 * KiB);
@@ -750,6 +893,7 @@ int main(int argc, char **argv)
 	test_post_mortem();
 	test_mmap_threshold();
 	test_mmap_threshold_bounds();
+	test_mmap_threshold_window();
 	test_temporaries();
 	test_untraced_heap();
 	test_heap_moment();
