@@ -32,6 +32,15 @@ def check(cond, what):
         raise Failure(what)
 
 
+# A case that must fill its trace's room (a disk, a file size limit) with a million blocks
+# of 24 bytes: sampled at the suite's interval their trace is some 68 KB and fills nothing.
+# Sampled, such a case runs at an interval of 1024 (some 260 KB, in chunks of up to
+# 128 KiB) in a room of FILL_ROOM; a smaller interval would fill the table of sampled
+# blocks with leaker's 500,000 live ones first.
+FILL_SAMPLING = {"MEMTRACE_SAMPLING": "1024"} if SAMPLED else {}
+FILL_ROOM = 128 << 10
+
+
 def figure(got, truth, at_least=False):
     """got is the program's truth: exactly (or at least), or, sampled, within a quarter
     (for hundreds of samples: the sampler's own error is a few percent)."""
@@ -45,6 +54,11 @@ def exact_above(smallest):
     bytes, as sampled mode does for blocks above 5 times its interval: its pass and its
     set at work, and a case's exact figures still exact. Nothing in full mode."""
     return {"MEMTRACE_SAMPLING": str((smallest - 1) // 5)} if SAMPLED else {}
+
+
+def exact_size(size):
+    """A block size of at least `size` that sampled mode records exactly (above 5 intervals)."""
+    return max(size, 5 * INTERVAL + 1) if SAMPLED else size
 
 
 def program(name):

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 import time
 
-from harness import (BIN, INTERVAL, LIB, SAMPLED, Failure, check, dump_summary, figure, main,
-                     program, run, run_traced, workdir)
+from harness import (BIN, FILL_ROOM, FILL_SAMPLING, INTERVAL, LIB, SAMPLED, Failure, check,
+                     dump_summary, exact_size, figure, main, program, run, run_traced, workdir)
 
 
 def host(p):
@@ -66,8 +66,7 @@ def test_two_runs_one_name():
     d = workdir()
     trace = os.path.join(d, "same.bin")
     go = os.path.join(d, "go")
-    # sampled, blocks of 5 intervals and more are recorded exactly: the runs' figures stay exact
-    size = str(5 * INTERVAL + 16 if SAMPLED else 10)
+    size = str(exact_size(10))  # sampled, the runs' figures stay exact
     script = f'while [ ! -e {go} ]; do sleep 0.02; done; exec {program("leaker")} 10 {size}'
     env = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_OUTPUT=trace)
     env.pop("MEMTRACE_TREE", None)
@@ -106,23 +105,15 @@ def test_two_runs_one_name():
     shutil.rmtree(d)
 
 
-# Sampled, leaker's trace is far smaller (68 KB at 4096 bytes): at an interval of 1024 it is
-# some 260 KB, in chunks of up to 128 KiB, which a room of 128 KiB stops (a smaller interval
-# would fill the table of sampled blocks with leaker's 500,000 live ones first)
-SAMPLED_FILL = {"MEMTRACE_SAMPLING": "1024"}
-SAMPLED_ROOM = 128 << 10
-
-
 def stopped_trace(trace, extra=None, preexec=None, expect=b""):
     """Runs leaker with many events (a trace of about 6 MB: more than the 2 MiB
     disk or the 1 MiB file size limit of the tests that use it; sampled, see
-    SAMPLED_FILL); the program's
+    harness.FILL_SAMPLING); the program's
     output and status must be untouched, and the trace must read to where it
     stopped."""
     argv = [program("leaker"), "1000000", "24"]
     plain = run(argv)
-    sampled = SAMPLED_FILL if SAMPLED else {}
-    env = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_OUTPUT=trace, **sampled, **(extra or {}))
+    env = dict(os.environ, LD_PRELOAD=LIB, MEMTRACE_OUTPUT=trace, **FILL_SAMPLING, **(extra or {}))
     env.pop("MEMTRACE_TREE", None)
     traced = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=preexec, timeout=300)
@@ -157,10 +148,10 @@ def test_full_ext4():
     m = run(["mount", "-o", "loop", img, mnt])
     check(m.returncode == 0, f"cannot mount a loop ext4 image: {m.stderr!r}")
     try:
-        if SAMPLED:  # a file of the disk's free room but SAMPLED_ROOM
+        if SAMPLED:  # a file of the disk's free room but FILL_ROOM
             st = os.statvfs(mnt)
             with open(os.path.join(mnt, "filler"), "wb") as f:
-                f.write(bytes(st.f_bavail * st.f_frsize - SAMPLED_ROOM))
+                f.write(bytes(st.f_bavail * st.f_frsize - FILL_ROOM))
         p = stopped_trace(os.path.join(mnt, "t.bin"),
                           expect=b"memtrace: cannot extend the trace file: No space left on device; "
                                  b"tracing stops, the program runs on\n")
@@ -173,7 +164,7 @@ def test_full_ext4():
 def test_file_size_limit():
     import resource
     d = workdir()
-    size = SAMPLED_ROOM if SAMPLED else 1 << 20
+    size = FILL_ROOM if SAMPLED else 1 << 20
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
