@@ -232,6 +232,16 @@ def test_errno_unchanged_and_failures_recorded():
     check(all(f["stack"] for f in p["failed"]), "a failed allocation has no stack")
 
 
+def test_errno_unchanged_when_the_table_fills():
+    """Sampled mode, whatever the suite's: 200,000 live blocks, every one recorded, fill the
+    table of sampled blocks; memtrace stops, and the malloc it stopped in leaves errno as
+    glibc did, though its word had nowhere to go (the program closed its standard error)."""
+    argv = [program("errno-check"), "live", "200000"]
+    trace = compare(argv, extra={"MEMTRACE_SAMPLING": "1"})
+    (p,) = dump_summary(trace)["processes"]
+    check(p["end"] == "stopped", f"the process ends {p['end']}: the table never filled")
+
+
 def test_memtrace_run_exit_status():
     d = workdir()
     trace = os.path.join(d, "t.bin")
@@ -278,6 +288,7 @@ main({
     "memtrace_run_refuses_a_name_not_a_file": test_memtrace_run_refuses_a_name_not_a_file,
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,
     "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
+    "errno_unchanged_when_the_table_fills": test_errno_unchanged_when_the_table_fills,
     "memtrace_run_exit_status": test_memtrace_run_exit_status,
     "signal_handler_allocations": test_signal_handler_allocations,
     "exit_from_a_thread": test_exit_from_a_thread,
