@@ -645,7 +645,8 @@ static inline void mt_leave(int err)
 /*
  * Sampled mode's common case (pass.c): a block under the exact size that
  * does not end the thread's countdown is counted down and passes through,
- * with no guard, no caller's registers, no record. mt_pass_open first: one
+ * with no caller's registers, no record, the guard held around the real call
+ * only (pass.c's pass_enter). mt_pass_open first: one
  * compare and a jump when the pass is closed. Not while this thread is
  * inside memtrace: memtrace's own blocks are not the program's bytes, and
  * counting them would leave the countdown short of its exponential law

@@ -13,9 +13,9 @@
  *
  * Context: hot path, any thread, any time from the loader's first malloc to
  * the last free of exit.
- * May not: change what the real function returns or leaves in errno; take
- * the guard or touch errno on the pass (a call that fails is recorded out of
- * line).
+ * May not: change what the real function returns or leaves in errno; touch
+ * errno on the pass (a call that fails is recorded out of line), or do more
+ * there than count down and hold the guard around the real call.
  */
 #include <errno.h>
 #include <malloc.h>
