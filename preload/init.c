@@ -84,8 +84,12 @@ void mt_say(const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (!stderr_is_given())
+	/* errno kept here too: fstat of a descriptor 2 the program closed fails (EBADF), and
+	 * callers on the hot path (mt_sample_keep's mt_disable) restore none */
+	if (!stderr_is_given()) {
+		errno = saved;
 		return;
+	}
 
 	memcpy(line, "memtrace: ", 10);
 	va_start(ap, fmt);

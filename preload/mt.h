@@ -249,7 +249,10 @@ MT_HIDDEN uint32_t mt_writer_new_instance(void);
 MT_HIDDEN void mt_writer_after_fork(void);           /* fork child: drop the parent's chunks */
 MT_HIDDEN uint8_t *mt_writer_room_slow(size_t need); /* slow path: a new chunk */
 MT_HIDDEN void mt_writer_thread_key(void);
-MT_HIDDEN void mt_writer_drop_thread(void);  /* tracing is off: give this thread's chunk back */
+MT_HIDDEN void mt_writer_drop_thread(void); /* tracing is off: give this thread's chunk back */
+/* Tracing stops for good, said as mt_disable says it, with the stop record (a LOST record
+ * whose count is err: the report's "tracing stopped", not "killed"). Between records. */
+MT_HIDDEN void mt_writer_stop(const char *why, int err);
 MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
 /* The trace's descriptor, held (mt_fd_release(MT_FD_TRACE) after), and its inode; -errno. */
 MT_HIDDEN int mt_writer_trace_hold(ino_t *ino);
@@ -642,7 +645,8 @@ static inline void mt_leave(int err)
 /*
  * Sampled mode's common case (pass.c): a block under the exact size that
  * does not end the thread's countdown is counted down and passes through,
- * with no guard, no caller's registers, no record. mt_pass_open first: one
+ * with no caller's registers, no record, the guard held around the real call
+ * only (pass.c's pass_enter). mt_pass_open first: one
  * compare and a jump when the pass is closed. Not while this thread is
  * inside memtrace: memtrace's own blocks are not the program's bytes, and
  * counting them would leave the countdown short of its exponential law

@@ -13,15 +13,33 @@
  *
  * Context: hot path, any thread, any time from the loader's first malloc to
  * the last free of exit.
- * May not: change what the real function returns or leaves in errno; take
- * the guard or touch errno on the pass (a call that fails is recorded out of
- * line).
+ * May not: change what the real function returns or leaves in errno; touch
+ * errno on the pass (a call that fails is recorded out of line), or do more
+ * there than count down and hold the guard around the real call.
  */
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 
 #include "mt.h"
+
+/*
+ * The real call of a pass holds the guard, as a traced half's does: a
+ * signal handler that interrupts glibc there (maybe under its arena lock)
+ * and calls _exit or exit must know it did (process.c: no heap figures,
+ * which would wait for that lock for ever). The pass is taken only with the
+ * guard clear (mt_pass_fits, and free's own test), so clear is what it
+ * leaves.
+ */
+static inline void pass_enter(void)
+{
+	mt_self.guard = true;
+}
+
+static inline void pass_leave(void)
+{
+	mt_self.guard = false;
+}
 
 static inline size_t product(size_t a, size_t b)
 {
@@ -34,7 +52,9 @@ MT_EXPORT void *malloc(size_t size)
 {
 	if (mt_pass_open(size) && !mt_heap_asked() && mt_pass_fits(size)) {
 		mt_pass_count(size);
+		pass_enter();
 		void *p = mt_real.malloc(size);
+		pass_leave();
 		if (MT_UNLIKELY(!p))
 			return mt_pass_failed(MT_FN_MALLOC, size, errno);
 		return p;
@@ -45,8 +65,10 @@ MT_EXPORT void *malloc(size_t size)
 /* The one test of a free that was not sampled: its home holds no recorded block. */
 MT_EXPORT void free(void *p)
 {
-	if (MT_LIKELY(mt_pass_limit) && mt_home_empty(p)) {
+	if (MT_LIKELY(mt_pass_limit) && mt_home_empty(p) && !mt_self.guard) {
+		pass_enter();
 		mt_real.free(p);
+		pass_leave();
 		return;
 	}
 	mt_traced_free(p);
@@ -60,7 +82,9 @@ MT_EXPORT void *calloc(size_t n, size_t size)
 	if (MT_LIKELY(mt_pass_limit) && mt_pass_open(total = product(n, size)) &&
 	    !mt_heap_asked() && mt_pass_fits(total)) {
 		mt_pass_count(total);
+		pass_enter();
 		void *p = mt_real.calloc(n, size);
+		pass_leave();
 		if (MT_UNLIKELY(!p))
 			return mt_pass_failed(MT_FN_CALLOC, total, errno);
 		return p;
@@ -79,7 +103,9 @@ MT_EXPORT void *realloc(void *old, size_t size)
 {
 	if (mt_pass_open(size) && mt_home_empty(old) && mt_pass_fits(size)) {
 		mt_pass_count(size);
+		pass_enter();
 		void *p = mt_real.realloc(old, size);
+		pass_leave();
 		if (MT_UNLIKELY(!p) && (!old || size))
 			return mt_pass_failed(MT_FN_REALLOC, size, errno);
 		return p;
@@ -94,7 +120,9 @@ MT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	if (MT_LIKELY(mt_pass_limit) && mt_pass_open(total = product(n, size)) &&
 	    mt_home_empty(old) && mt_pass_fits(total)) {
 		mt_pass_count(total);
+		pass_enter();
 		void *p = mt_real.reallocarray(old, n, size);
+		pass_leave();
 		if (MT_UNLIKELY(!p) && (!old || total))
 			return mt_pass_failed(MT_FN_REALLOCARRAY, total, errno);
 		return p;
@@ -106,7 +134,9 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	if (mt_pass_open(size) && mt_pass_fits(size)) {
 		mt_pass_count(size); /* torch's CPU tensors come this way */
+		pass_enter();
 		int r = mt_real.posix_memalign(out, align, size);
+		pass_leave();
 		if (MT_UNLIKELY(r))
 			return mt_pass_failed_r(MT_FN_POSIX_MEMALIGN, size, r);
 		return 0;
@@ -118,7 +148,9 @@ MT_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
 	if (mt_pass_open(size) && mt_pass_fits(size)) {
 		mt_pass_count(size);
+		pass_enter();
 		void *p = mt_real.aligned_alloc(align, size);
+		pass_leave();
 		if (MT_UNLIKELY(!p))
 			return mt_pass_failed(MT_FN_ALIGNED_ALLOC, size, errno);
 		return p;
@@ -130,7 +162,9 @@ MT_EXPORT void *memalign(size_t align, size_t size)
 {
 	if (mt_pass_open(size) && mt_pass_fits(size)) {
 		mt_pass_count(size);
+		pass_enter();
 		void *p = mt_real.memalign(align, size);
+		pass_leave();
 		if (MT_UNLIKELY(!p))
 			return mt_pass_failed(MT_FN_MEMALIGN, size, errno);
 		return p;

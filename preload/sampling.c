@@ -28,6 +28,7 @@
  * Context: hot path (mt_sample_draw, mt_sample_keep, mt_sample_forget_slow);
  * init (mt_sampling_init). May not: lock, allocate with malloc, change errno.
  */
+#include <errno.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -182,7 +183,9 @@ bool mt_sample_keep(void *p)
 				atomic_fetch_sub_explicit(&set[h].moved, 1, memory_order_relaxed);
 		}
 	}
-	mt_disable("the table of sampled blocks is full (MEMTRACE_SAMPLING too small)", 0);
+	/* with the stop record, called before the block's own: a trace without one reads as a
+	 * process killed, its blocks live at death. ENOMEM: the table's room is what ran out. */
+	mt_writer_stop("the table of sampled blocks is full (MEMTRACE_SAMPLING too small)", ENOMEM);
 	return false;
 }
 

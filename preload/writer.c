@@ -595,6 +595,11 @@ static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
 	mt_commit_small(rec, MT_REC_LOST, q);
 }
 
+void mt_writer_stop(const char *why, int err)
+{
+	stop(&mt_self, why, err, false);
+}
+
 #ifdef MADV_POPULATE_WRITE
 #define MT_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #else

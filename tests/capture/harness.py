@@ -14,6 +14,13 @@ import tempfile
 LIB = os.environ["MEMTRACE_LIB"]
 BIN = os.environ["MEMTRACE_BIN"]
 PROGRAMS = os.environ["MEMTRACE_PROGRAMS"]
+# The harm tests' second run, in sampled mode (meson.build's *-sampled): the same
+# programs must behave the same; the figures are estimates (docs/sampling.md)
+SAMPLED = bool(os.environ.get("MEMTRACE_SAMPLING"))
+# its interval in bytes (K, M or G: powers of 1024, as the preload reads it)
+INTERVAL = (int(os.environ["MEMTRACE_SAMPLING"].rstrip("KMG")) *
+            1024 ** (" KMG".index(os.environ["MEMTRACE_SAMPLING"][-1]) if
+                     os.environ["MEMTRACE_SAMPLING"][-1] in "KMG" else 0)) if SAMPLED else 0
 
 
 class Failure(Exception):
@@ -23,6 +30,35 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
+
+
+# A case that must fill its trace's room (a disk, a file size limit) with a million blocks
+# of 24 bytes: sampled at the suite's interval their trace is some 68 KB and fills nothing.
+# Sampled, such a case runs at an interval of 1024 (some 260 KB, in chunks of up to
+# 128 KiB) in a room of FILL_ROOM; a smaller interval would fill the table of sampled
+# blocks with leaker's 500,000 live ones first.
+FILL_SAMPLING = {"MEMTRACE_SAMPLING": "1024"} if SAMPLED else {}
+FILL_ROOM = 128 << 10
+
+
+def figure(got, truth, at_least=False):
+    """got is the program's truth: exactly (or at least), or, sampled, within a quarter
+    (for hundreds of samples: the sampler's own error is a few percent)."""
+    if SAMPLED:
+        return 0.75 * truth <= got and (at_least or got <= 1.25 * truth)
+    return got >= truth if at_least else got == truth
+
+
+def exact_above(smallest):
+    """Settings under which a sampled run records every block of at least `smallest`
+    bytes, as sampled mode does for blocks above 5 times its interval: its pass and its
+    set at work, and a case's exact figures still exact. Nothing in full mode."""
+    return {"MEMTRACE_SAMPLING": str((smallest - 1) // 5)} if SAMPLED else {}
+
+
+def exact_size(size):
+    """A block size of at least `size` that sampled mode records exactly (above 5 intervals)."""
+    return max(size, 5 * INTERVAL + 1) if SAMPLED else size
 
 
 def program(name):

@@ -18,17 +18,9 @@ its descriptor would not reach."""
 import os
 import shutil
 
-from harness import check, dump_summary, main, program, run, run_traced, workdir
+from harness import check, dump_summary, figure, main, program, run, run_traced, workdir
 
 FAST = {"MEMTRACE_INTERVAL_MS": "1"}  # the sampler at its busiest
-SAMPLED = "MEMTRACE_SAMPLING" in os.environ
-
-
-def figure(got, truth, at_least=False):
-    """got is the program's truth: exactly (or at least), or, sampled, within a quarter."""
-    if SAMPLED:
-        return 0.75 * truth <= got and (at_least or got <= 1.25 * truth)
-    return got >= truth if at_least else got == truth
 
 
 def traced_and_not(argv, extra=FAST, timeout=120, **kw):

@@ -6,7 +6,11 @@ through ctypes are leaks of exactly that size in the report. Everything else
 dlsym answers is what it answers without memtrace: RTLD_NEXT from a library
 finds the next library's symbol (next-b's next_probe, not next-a's), a
 missing symbol is NULL. Before memtrace interposed dlsym, the handle's
-malloc was libc's own and neither leak appeared."""
+malloc was libc's own and neither leak appeared.
+
+With MEMTRACE_SAMPLING in the environment (capture-dlsym-sampled) the same in
+sampled mode, whose pass is what the handle's malloc reaches first: blocks
+this large (above 5 intervals) are recorded exactly, so the leaks stay exact."""
 import json
 import os
 

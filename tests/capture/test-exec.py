@@ -3,13 +3,17 @@
 executable here; a setuid one is the same) ends "replaced by an untraced
 program", not killed, and its live blocks are not "live at death"; an exec
 that fails changes nothing; a vfork child (the parent's memory, the parent's
-memtrace) records nothing into its parent."""
+memtrace) records nothing into its parent.
+
+With MEMTRACE_SAMPLING in the environment (capture-exec-sampled) the same in
+sampled mode; the cases that check exact figures run at an interval under
+which the program's blocks are recorded exactly (harness.exact_above)."""
 import json
 import os
 import re
 import shutil
 
-from harness import BIN, check, main, program, run, run_traced, workdir
+from harness import BIN, check, exact_above, main, program, run, run_traced, workdir
 
 STATIC = program("static-exit")
 FNS = ["execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat"]
@@ -50,7 +54,8 @@ def host(p):
 
 
 def test_static_child_is_replaced_not_killed():
-    d, trace = traced([program("exec-untraced"), "fork", STATIC], expect_stdout=f"- {STATIC} one two\n")
+    d, trace = traced([program("exec-untraced"), "fork", STATIC], exact_above(1000),
+                      expect_stdout=f"- {STATIC} one two\n")
     procs = report(trace)
     check(len(procs) == 2, f"{len(procs)} processes, not the parent and its child: {procs}")
     parent, child = procs
@@ -88,7 +93,8 @@ def test_every_exec_function():
 
 
 def test_failed_exec_changes_nothing():
-    d, trace = traced([program("exec-untraced"), "missing"], {"PATH": "/nonexistent-memtrace-test"})
+    d, trace = traced([program("exec-untraced"), "missing"],
+                      {"PATH": "/nonexistent-memtrace-test", **exact_above(500)})
     (p,) = report(trace)
     check(p["end"] == "exit" and p["exit_status"] == 0 and p["exit_how"] == "main returned",
           f"end {p['end']} status {p['exit_status']} how {p.get('exit_how')}")
@@ -105,7 +111,7 @@ def test_failed_exec_changes_nothing():
 
 
 def test_vfork_child_records_nothing_into_its_parent():
-    d, trace = traced([program("exec-untraced"), "vfork"])
+    d, trace = traced([program("exec-untraced"), "vfork"], exact_above(300))
     (p,) = report(trace)
     check(p["end"] == "exit" and p["exit_status"] == 0 and p["exit_how"] == "main returned",
           f"end {p['end']} status {p['exit_status']} how {p.get('exit_how')}: the vfork child's _exit(127)?")

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: MIT
 """A process killed with SIGKILL (by hand, and by the kernel's OOM killer at
 a cgroup's memory limit) leaves a trace that memtrace reads to its last
-record: every allocation made before the kill is there."""
+record: every allocation made before the kill is there.
+
+With MEMTRACE_SAMPLING in the environment (capture-killed-sampled) the same in
+sampled mode, at an interval under which the blocks of 1000 bytes are
+recorded exactly (harness.exact_above): every one must be there."""
 import os
 import re
 import shutil
@@ -9,13 +13,13 @@ import signal
 import subprocess
 import time
 
-from harness import BIN, check, dump_summary, main, program, run, traced_env, workdir
+from harness import BIN, check, dump_summary, exact_above, main, program, run, traced_env, workdir
 
 CGROUP_V1 = "/sys/fs/cgroup/memory"
 
 
 def start(argv, trace, preexec=None):
-    p = subprocess.Popen(argv, env=traced_env(trace), stdout=subprocess.PIPE,
+    p = subprocess.Popen(argv, env=traced_env(trace, exact_above(1000)), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=preexec)
     line = p.stdout.readline()
     if line != b"ready\n":

@@ -4,12 +4,17 @@ taken after it returned, behind an lfence, so it is never before the loads
 that found its block free, and so never before the free that gave the block
 back in another thread, whose time is taken before that free's stores (mt.h,
 mt_now and mt_now_before). ping-pong makes every allocation follow such a
-free within a few hundred instructions."""
+free within a few hundred instructions.
+
+With MEMTRACE_SAMPLING in the environment (capture-order-sampled) the same in
+sampled mode, at an interval under which ping-pong's blocks of 48 bytes are
+all recorded (harness.exact_above): its traced halves and its set of sampled
+addresses, which one thread fills and the other empties, keep the order."""
 import os
 import re
 import shutil
 
-from harness import BIN, check, main, program, run, run_traced, workdir
+from harness import BIN, check, exact_above, main, program, run, run_traced, workdir
 
 ROUNDS = 100000
 EVENT = re.compile(r"^\S+ pid \d+ tid (\d+) t=\+([0-9.]+)ms (ALLOC|FREE) \w+ (0x[0-9a-f]+)", re.M)
@@ -21,7 +26,7 @@ def test_allocation_after_the_free_before_it():
     # no tcache and one arena: the main thread's malloc takes back the block
     # the other thread just freed
     tunables = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1",
-                "MEMTRACE_REACHABILITY": "0"}
+                "MEMTRACE_REACHABILITY": "0", **exact_above(48)}
     out = run_traced([program("ping-pong"), str(ROUNDS)], trace, tunables)
     check(out.returncode == 0, f"ping-pong failed: {out.stderr.decode()}")
     reused = int(out.stdout.split()[1])

@@ -3,15 +3,41 @@
 full disk, a planted symlink, a name that is not a file (a device, a FIFO,
 the program's own output), signals, threads that exit the process,
 dlopen, allocations before main, an allocator of its own. memtrace says
-what it cannot do in one line on stderr and changes nothing else."""
+what it cannot do in one line on stderr and changes nothing else.
+
+With MEMTRACE_SAMPLING in the environment (capture-robustness-sampled) the
+same cases in sampled mode: the same output, status, stderr and files. A case
+that fills a disk does so at harness.FILL_SAMPLING in a smaller room; a case
+that finds given blocks in the trace makes them large enough to be recorded
+exactly (harness.exact_above, or leaker's block size)."""
 import os
 import re
 import shutil
 import stat
 import subprocess
 
-from harness import (BIN, LIB, check, dump_summary, main, program, run, run_traced, traced_env,
-                     untraced_env, workdir)
+from harness import (BIN, FILL_ROOM, FILL_SAMPLING, LIB, SAMPLED, check, dump_summary, exact_above,
+                     exact_size, main, program, run, run_traced, traced_env, untraced_env, workdir)
+
+# a tmpfs the programs below fill: 1 MiB, or sampled FILL_ROOM (harness.FILL_SAMPLING)
+FILL_TMPFS = f"size={FILL_ROOM if SAMPLED else 1 << 20}"
+FILL_BLOCKS = "1000000" if SAMPLED else "200000"
+
+
+def mount_fill_tmpfs():
+    mnt = workdir()
+    check(subprocess.run(["mount", "-t", "tmpfs", "-o", FILL_TMPFS, "tmpfs", mnt]).returncode == 0,
+          f"cannot mount a tmpfs of {FILL_TMPFS}")
+    return mnt
+
+
+def stopped(trace):
+    """The trace reads, to a stop."""
+    out = run([BIN, "dump", "--summary", "--json", trace])
+    check(out.returncode == 0, f"the trace of a full disk is not readable: {out.stderr!r}")
+    import json
+    ends = [p["end"] for p in json.loads(out.stdout)["processes"]]
+    check(ends == ["stopped"], f"the trace's processes end {ends}: the disk never filled")
 
 
 def compare(argv, extra=None, expect_stderr=b"", cwd=None):
@@ -49,16 +75,13 @@ def test_unwritable_path():
 
 
 def test_full_disk():
-    mnt = workdir()
-    check(subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt]).returncode == 0,
-          "cannot mount a 1 MiB tmpfs")
+    mnt = mount_fill_tmpfs()
     try:
         trace = os.path.join(mnt, "t.bin")
-        compare([program("leaker"), "200000", "24"], extra={"MEMTRACE_OUTPUT": trace},
+        compare([program("leaker"), FILL_BLOCKS, "24"], extra={"MEMTRACE_OUTPUT": trace, **FILL_SAMPLING},
                 expect_stderr=b"memtrace: cannot extend the trace file: No space left on device; "
                               b"tracing stops, the program runs on\n")
-        out = run([BIN, "dump", "--summary", trace])
-        check(out.returncode == 0, f"the trace of a full disk is not readable: {out.stderr!r}")
+        stopped(trace)
     finally:
         subprocess.run(["umount", mnt])
 
@@ -85,24 +108,21 @@ def test_no_word_into_a_reused_stderr():
     at descriptor 2, then fills the disk of the trace: memtrace's line about
     the full disk went into the program's file. Its file holds its own two
     lines, and memtrace says nothing, having nowhere to say it."""
-    mnt = workdir()
-    check(subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt]).returncode == 0,
-          "cannot mount a 1 MiB tmpfs")
+    mnt = mount_fill_tmpfs()
     d = workdir()
     try:
         own = b"the program's own first line\nthe program's own last line\n"
         log = os.path.join(d, "daemon.log")
-        plain = run([program("stderr-reuse"), log, "200000"])
+        plain = run([program("stderr-reuse"), log, FILL_BLOCKS])
         with open(log, "rb") as f:
             check(plain.returncode == 0 and f.read() == own, f"the plain run: {plain.returncode}")
         trace = os.path.join(mnt, "t.bin")
-        traced = run_traced([program("stderr-reuse"), log, "200000"], trace)
+        traced = run_traced([program("stderr-reuse"), log, FILL_BLOCKS], trace, FILL_SAMPLING)
         with open(log, "rb") as f:
             got = f.read()
         check(traced.returncode == 0 and traced.stderr == b"", f"traced: {traced.returncode} {traced.stderr!r}")
         check(got == own, f"the program's file holds {got!r}")
-        out = run([BIN, "dump", "--summary", trace])
-        check(out.returncode == 0, f"the trace of a full disk is not readable: {out.stderr!r}")
+        stopped(trace)
     finally:
         subprocess.run(["umount", mnt])
         shutil.rmtree(d)
@@ -192,8 +212,9 @@ def test_memtrace_run_refuses_a_name_not_a_file():
 def test_earlier_trace_kept_as_old():
     d = workdir()
     trace = os.path.join(d, "trace.bin")
-    run_traced([program("leaker"), "10", "10"], trace)
-    run_traced([program("leaker"), "30", "10"], trace)
+    size = str(exact_size(10))  # sampled, the live blocks stay exact
+    run_traced([program("leaker"), "10", size], trace)
+    run_traced([program("leaker"), "30", size], trace)
     old = dump_summary(trace + ".old")["processes"][0]["memories"]["host"]["live_blocks"]
     new = dump_summary(trace)["processes"][0]["memories"]["host"]["live_blocks"]
     check((old, new) == (5, 15), f"live blocks: .old {old}, new {new}; expected 5 and 15")
@@ -209,6 +230,16 @@ def test_errno_unchanged_and_failures_recorded():
             ("posix_memalign", 10, 22)]
     check(got == want, f"failed allocations {got}, expected {want}")
     check(all(f["stack"] for f in p["failed"]), "a failed allocation has no stack")
+
+
+def test_errno_unchanged_when_the_table_fills():
+    """Sampled mode, whatever the suite's: 200,000 live blocks, every one recorded, fill the
+    table of sampled blocks; memtrace stops, and the malloc it stopped in leaves errno as
+    glibc did, though its word had nowhere to go (the program closed its standard error)."""
+    argv = [program("errno-check"), "live", "200000"]
+    trace = compare(argv, extra={"MEMTRACE_SAMPLING": "1"})
+    (p,) = dump_summary(trace)["processes"]
+    check(p["end"] == "stopped", f"the process ends {p['end']}: the table never filled")
 
 
 def test_memtrace_run_exit_status():
@@ -233,7 +264,7 @@ def test_exit_from_a_thread():
 
 
 def test_dlopen_and_before_main():
-    trace = compare([program("dlopen-early")])
+    trace = compare([program("dlopen-early")], extra=exact_above(555))  # sampled: blocks sought exact
     dump = run([BIN, "dump", trace]).stdout.decode()
     check(re.search(r'MODULE .*path "[^"]*libz\.so', dump), "no MODULE record for the dlopen'ed libz")
     for size in (777, 555):
@@ -257,6 +288,7 @@ main({
     "memtrace_run_refuses_a_name_not_a_file": test_memtrace_run_refuses_a_name_not_a_file,
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,
     "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
+    "errno_unchanged_when_the_table_fills": test_errno_unchanged_when_the_table_fills,
     "memtrace_run_exit_status": test_memtrace_run_exit_status,
     "signal_handler_allocations": test_signal_handler_allocations,
     "exit_from_a_thread": test_exit_from_a_thread,
