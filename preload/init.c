@@ -163,7 +163,11 @@ static void become_child(bool forked)
 	mt_pid = getpid();
 	mt_self.sample_rng = 0; /* the child's sampling is not the parent's repeated */
 	mt_writer_after_fork();
-	mt_stacks_after_fork();
+	if (mt_stacks_after_fork() < 0) {
+		/* the state stays off: with no table, no event can be recorded */
+		mt_writer_stop("cannot map the stack table in a forked child", ENOMEM);
+		return;
+	}
 	mt_python_after_fork();
 	atomic_store(&mt_state, MT_ON);
 	mt_process_record(MT_ORIGIN_FORK, parent_instance, parent_pid);

@@ -11,6 +11,7 @@
  * so no lock order with the loader's own locks can arise.
  */
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -246,7 +247,7 @@ void mt_modules_init(void)
 	void *p = mt_own_map(MAX_KNOWN * sizeof(struct known));
 
 	if (p == MAP_FAILED) {
-		mt_disable("cannot map the module table", 0);
+		mt_writer_stop("cannot map the module table", ENOMEM);
 		return;
 	}
 	known = p;

@@ -253,6 +253,8 @@ MT_HIDDEN void mt_writer_drop_thread(void); /* tracing is off: give this thread'
 /* Tracing stops for good, said as mt_disable says it, with the stop record (a LOST record
  * whose count is err: the report's "tracing stopped", not "killed"). Between records. */
 MT_HIDDEN void mt_writer_stop(const char *why, int err);
+/* Tracing stopped: the stop record a thread without a chunk could not write, said here. */
+MT_HIDDEN void mt_writer_stop_unsaid(void);
 MT_HIDDEN bool mt_writer_foreign_said(void); /* our malloc is not used: said before in this run? */
 /* The trace's descriptor, held (mt_fd_release(MT_FD_TRACE) after), and its inode; -errno. */
 MT_HIDDEN int mt_writer_trace_hold(ino_t *ino);
@@ -477,7 +479,7 @@ static inline uint32_t mt_stack_current(void)
 	return mt_stack_walked();
 }
 MT_HIDDEN int mt_stacks_init(void);
-MT_HIDDEN void mt_stacks_after_fork(void);
+MT_HIDDEN int mt_stacks_after_fork(void);
 /* Tracing stopped: the table is unmapped once no lookup is under way. Any context. */
 MT_HIDDEN void mt_stacks_stop(void);
 

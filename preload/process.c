@@ -93,9 +93,14 @@ void mt_process_exit_record(unsigned how, int status, bool interrupted)
 	uint8_t *rec, *q;
 
 	/* a vfork child's _exit after a failed exec: the parent's instance goes on */
-	if (atomic_load(&mt_state) != MT_ON || mt_process_in_parent_memory() ||
-	    atomic_exchange(&exit_written, true))
+	if (mt_process_in_parent_memory() || atomic_exchange(&exit_written, true))
 		return;
+	if (atomic_load(&mt_state) != MT_ON) {
+		/* not from a handler: the interrupted code may be this thread's writer */
+		if (atomic_load(&mt_state) == MT_DISABLED && !interrupted)
+			mt_writer_stop_unsaid();
+		return;
+	}
 	/*
 	 * _exit from a signal handler that interrupted memtrace, and so maybe
 	 * glibc's malloc under its arena lock: no heap figures (mallinfo2 would

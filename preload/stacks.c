@@ -159,8 +159,8 @@ int mt_stacks_init(void)
 	return 0;
 }
 
-/* Fork child: the parent's ids mean nothing here; start a fresh table. */
-void mt_stacks_after_fork(void)
+/* Fork child: the parent's ids mean nothing here; start a fresh table. 0, or -1. */
+int mt_stacks_after_fork(void)
 {
 	tables_unmap(); /* the child's only thread is this one: no lookup is under way */
 	/* ids of the parent's table; this thread is the child's only one. A larger
@@ -170,8 +170,7 @@ void mt_stacks_after_fork(void)
 		__builtin_memset(mt_self.area->ids_first, 0, sizeof(mt_self.area->ids_first));
 	}
 	mt_self.again_id = 0;
-	if (tables_start() < 0)
-		mt_disable("cannot map the stack table in a forked child", 0);
+	return tables_start();
 }
 
 /* The arrays go, once, when CLOSING is set and no lookup is under way. */

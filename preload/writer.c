@@ -542,6 +542,36 @@ static void release_chunk(struct mt_thread *t)
 	mt_real.munmap(base, t->chunk_bytes);
 }
 
+/* The errno of a stop no record says yet (its thread had no chunk), with UNSAID set. */
+#define UNSAID (1ull << 32)
+static _Atomic uint64_t unsaid_stop;
+
+static void stop_record(struct mt_thread *t, int err)
+{
+	uint8_t *rec = t->pos, *q;
+
+	q = mt_put_varint(rec + 2, MT_LOST_DISABLED);
+	q = mt_put_varint(q, (uint64_t)err);
+	mt_commit_small(rec, MT_REC_LOST, q);
+}
+
+/*
+ * Says a stop that its thread could not (stop below), in this thread's chunk
+ * before it goes: called where no record of this thread's is under way (not
+ * from a handler that interrupted memtrace). Not in a child that shares its
+ * parent's chunks, whose parent says it.
+ */
+void mt_writer_stop_unsaid(void)
+{
+	uint64_t s;
+
+	if (!mt_self.base || mt_process_in_parent_memory() ||
+	    !((s = atomic_exchange(&unsaid_stop, 0)) & UNSAID))
+		return;
+	/* this thread never wrote a stop record, so its chunk's room for one is there */
+	stop_record(&mt_self, (int)(uint32_t)s);
+}
+
 /* Thread exit (pthread key destructor): give the chunk and its unused pages back. */
 static void thread_gone(void *arg)
 {
@@ -553,6 +583,8 @@ static void thread_gone(void *arg)
 	t->guard = true;
 	if (t->base && atomic_load(&mt_state) == MT_ON)
 		punch_tail(t);
+	else if (!guard)
+		mt_writer_stop_unsaid();
 	release_chunk(t);
 	mt_area_release(t);
 	t->key_set = false;
@@ -572,6 +604,7 @@ void mt_writer_drop_thread(void)
 	int saved = errno;
 
 	t->guard = true;
+	mt_writer_stop_unsaid();
 	release_chunk(t);
 	mt_area_release(t);
 	t->guard = false;
@@ -581,18 +614,18 @@ void mt_writer_drop_thread(void)
 /*
  * Tracing stops for good (err is an errno, said after why unless why says
  * it). The thread that stops it writes the stop record into the room its
- * chunk kept for it.
+ * chunk kept for it; one that has no chunk (its first could not be mapped)
+ * leaves it to the next thread that gives its chunk back or exits
+ * (mt_writer_stop_unsaid), or the trace would read as a process killed.
  */
 static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
 {
-	uint8_t *rec, *q;
-
-	if (!mt_disable(why, say_err ? err : 0) || !t->base)
+	if (!mt_disable(why, say_err ? err : 0))
 		return;
-	rec = t->pos;
-	q = mt_put_varint(rec + 2, MT_LOST_DISABLED);
-	q = mt_put_varint(q, (uint64_t)err);
-	mt_commit_small(rec, MT_REC_LOST, q);
+	if (t->base)
+		stop_record(t, err);
+	else
+		atomic_store(&unsaid_stop, UNSAID | (uint32_t)err);
 }
 
 void mt_writer_stop(const char *why, int err)

@@ -242,6 +242,28 @@ def test_errno_unchanged_when_the_table_fills():
     check(p["end"] == "stopped", f"the process ends {p['end']}: the table never filled")
 
 
+def test_stop_said_by_a_thread_without_a_chunk():
+    """A thread that cannot map its first chunk stops the tracing with no chunk of its own to
+    say so in: the program runs on as untraced, says memtrace once, and the trace says the
+    tracing stopped (written by the exit, in main's chunk), not that the process was killed."""
+    trace = compare([program("late-thread")],
+                    expect_stderr=b"memtrace: cannot map the trace file: Cannot allocate memory; "
+                    b"tracing stops, the program runs on\n")
+    (p,) = dump_summary(trace)["processes"]
+    check(p["end"] == "stopped", f"the process ends {p['end']}, not stopped")
+
+
+def test_fork_without_room():
+    """A child forked with no address space left cannot map its stack table: it says so once
+    and runs on untraced (it said twice, and turned tracing back on without a table); the
+    parent's trace ends as the parent did. The sampler is off so the parent needs no chunk."""
+    trace = compare([program("fork-no-room")], extra={"MEMTRACE_INTERVAL_MS": "0"},
+                    expect_stderr=b"memtrace: cannot map the stack table in a forked child; "
+                    b"tracing stops, the program runs on\n")
+    (p,) = dump_summary(trace)["processes"]
+    check(p["end"] == "exit", f"the parent ends {p['end']}, not exit")
+
+
 def test_memtrace_run_exit_status():
     d = workdir()
     trace = os.path.join(d, "t.bin")
@@ -289,6 +311,8 @@ main({
     "earlier_trace_kept_as_old": test_earlier_trace_kept_as_old,
     "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
     "errno_unchanged_when_the_table_fills": test_errno_unchanged_when_the_table_fills,
+    "stop_said_by_a_thread_without_a_chunk": test_stop_said_by_a_thread_without_a_chunk,
+    "fork_without_room": test_fork_without_room,
     "memtrace_run_exit_status": test_memtrace_run_exit_status,
     "signal_handler_allocations": test_signal_handler_allocations,
     "exit_from_a_thread": test_exit_from_a_thread,
