@@ -115,9 +115,11 @@ def names_not_files(d):
     with open(got, "wb") as f:
         reader = subprocess.Popen(["cat", fifo], stdout=f)
     r = memtrace("view", "-o", fifo, trace)
-    if r is None:  # view waits for a reader that never comes (the FIFO is gone)
+    try:  # a view that never opened the FIFO (it failed, or waits for ever) leaves cat waiting
+        reader.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         reader.kill()
-    reader.wait()
+        reader.wait()
     with open(got, "rb") as f:
         page = f.read()
     check(r is not None and r.returncode == 0, f"view -o FIFO: {r and r.returncode} {r and r.stderr!r}")
