@@ -585,7 +585,7 @@ static inline __attribute__((always_inline)) int words_changed(const struct mt_w
 	return where_changed(w, c);
 }
 
-/* words_changed as a call: walk's candidates, and mt_unwind's check. */
+/* words_changed as a call, for mt_unwind's check (walk's candidates check in line). */
 static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
 {
 	return words_changed(w, c);
@@ -845,7 +845,7 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 		}
 		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
 		    (!cand->bp_live || cand->bp == bp)) {
-			int c = first_changed(w, (unsigned)(cand - old));
+			int c = words_changed(w, (unsigned)(cand - old));
 			if (c < 0) {
 				keep = (int)(cand - old);
 				k--; /* state keep is top[-(k - 1)] */
