@@ -825,14 +825,15 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
 	unsigned shift = 64 - (unsigned)(cache & RULE_BITS_FIELD);
 	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-	unsigned k = 1, from;
+	unsigned k, from;
 	int keep = -1; /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
 	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
 	const struct mt_frame *cand = w->n ? old + w->n - 1 : old;
 	uintptr_t csp = w->n ? cand->sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
-	struct mt_frame *f = top; /* the state reached, top[-(k - 1)]: stepped down, not computed */
+	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
+	struct mt_frame *f = top, *const last = top - (max - 1);
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
@@ -848,28 +849,33 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 			int c = words_changed(w, (unsigned)(cand - old));
 			if (c < 0) {
 				keep = (int)(cand - old);
-				k--; /* state keep is top[-(k - 1)] */
+				f++; /* the state reached is state keep */
 				break;
 			}
 			changed = old + c;
 		}
-		if (k == max)
+		if (f == last) {
+			f->rbp_cfa = false;
 			break;
+		}
 		_Atomic uint64_t *s =
 		        (_Atomic uint64_t *)&words[(ip * 0x9e3779b97f4a7c15u) >> shift];
 		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
 		uintptr_t cfa, off, kk;
 		uint8_t loaded = 0;
 
-		if (MT_UNLIKELY((r & IP_MASK) != ip) && !(r = rule_miss(s, ip, f, k)))
+		if (MT_UNLIKELY((r & IP_MASK) != ip) &&
+		    !(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
 			return -1;
 		off = OFF_FIELD(r);
 		if (MT_UNLIKELY(off - 1 >= LIBUNWIND_ONLY - 1)) {
 			if (off == LIBUNWIND_ONLY)
 				return -1;
+			f->rbp_cfa = false;
 			break; /* outermost frame */
 		}
-		f->rbp_cfa = r >> 48 & 1;
+		/* set here for every state but the last, and where the walk stops after it */
+		f->rbp_cfa = (bool)(r >> 48 & 1);
 		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
 		if (MT_UNLIKELY(cfa <= sp || cfa > hi))
 			break; /* not a stack we can trust */
@@ -882,15 +888,14 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 		if (MT_UNLIKELY(ip - 4096 > IP_MASK - 4096))
 			break;
 		sp = cfa;
-		k++;
 		f--;
-		/* h and bp_live are finish_from's */
+		/* h and bp_live are finish_from's, rbp_cfa the next step's */
 		f->ip = ip;
 		f->sp = sp;
 		f->bp = bp;
 		f->loaded = loaded;
-		f->rbp_cfa = false;
 	}
+	k = (unsigned)(top - f) + 1;
 	if (keep + 1 + k > max) {
 		/* deeper than the limit: keep the innermost max states */
 		unsigned drop = keep + 1 + k - max;
