@@ -547,16 +547,9 @@ static inline __m128i load_two(uintptr_t a, uintptr_t b)
 	                                     (const double *)b));
 }
 
-/*
- * The innermost state above c (index below c) whose stack words changed
- * since w was walked, or -1 when none did. A state the new walk shares with
- * the old one often belongs to another call path of the same depth; the
- * check then stops where the paths part, and every later candidate inside
- * that state fails there too.
- */
-static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
+/* Whether any of w's first n stack words changed since w was walked. */
+static inline __attribute__((always_inline)) bool words_differ(const struct mt_walk *w, unsigned n)
 {
-	unsigned n = w->first[c];
 	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
 	const __m128i *v = (const __m128i *)w->chk_val;
 	__m128i diff = _mm_setzero_si128();
@@ -579,10 +572,20 @@ static inline __attribute__((always_inline)) int words_changed(const struct mt_w
 #undef MT_CHECK_TWO
 	if (n & 1)
 		rest = *(const uintptr_t *)a[0] ^ w->chk_val[n - 1];
-	if (MT_LIKELY(!rest &&
-	              _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff))
-		return -1;
-	return where_changed(w, c);
+	return MT_UNLIKELY(rest ||
+	                   _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff);
+}
+
+/*
+ * The innermost state above c (index below c) whose stack words changed
+ * since w was walked, or -1 when none did. A state the new walk shares with
+ * the old one often belongs to another call path of the same depth; the
+ * check then stops where the paths part, and every later candidate inside
+ * that state fails there too.
+ */
+static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
+{
+	return words_differ(w, w->first[c]) ? where_changed(w, c) : -1;
 }
 
 /* words_changed as a call, for mt_unwind's check (walk's candidates check in line). */
@@ -757,8 +760,8 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
  * is and return w->n, or 0 for a walk that was cut (it holds max states, so
  * it stays cut).
  */
-static inline __attribute__((always_inline)) bool
-same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bool inline_check)
+static inline __attribute__((always_inline)) bool same_stack(const struct mt_walk *w, uintptr_t ip,
+                                                             uintptr_t sp, uintptr_t bp)
 {
 	const struct mt_frame *last;
 
@@ -766,7 +769,7 @@ same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bo
 		return false;
 	last = &w->f[w->n - 1];
 	return last->ip == ip && last->sp == sp && (!last->bp_live || last->bp == bp) &&
-	       (inline_check ? words_changed(w, w->n - 1) : first_changed(w, w->n - 1)) < 0;
+	       first_changed(w, w->n - 1) < 0;
 }
 
 /*
@@ -782,11 +785,19 @@ uint32_t mt_unwind_again(void)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area = t->area;
+	const struct mt_walk *w;
+	const struct mt_frame *last;
 
 	/* first what fails for a stack elsewhere, with no register to save */
 	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
-	    MT_UNLIKELY(!area) || area->walk->gen != mt_module_gen ||
-	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp, true))
+	    MT_UNLIKELY(!area))
+		return 0;
+	/* same_stack's tests but those that hold: again_ip and again_sp are the walk's innermost
+	 * state's (mt_stack_walked), and the walk holds one at least */
+	w = area->walk;
+	last = &w->f[w->n - 1];
+	if (w->gen != mt_module_gen || (last->bp_live && last->bp != t->caller_bp) ||
+	    words_differ(w, w->first[w->n - 1]))
 		return 0;
 	return t->again_id;
 }
@@ -969,7 +980,7 @@ int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp, false))
+	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
 		from = w->truncated ? 0 : (int)w->n;
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
