@@ -818,8 +818,8 @@ uint32_t mt_unwind_again(void)
  * what still holds of the walk w holds. Returns the index from which w's
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
-static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp,
-                          uintptr_t bp, unsigned max)
+static inline __attribute__((always_inline)) MT_NO_SLP int
+walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned max)
 {
 	/* the new states, innermost last (top[-i] is the i-th), so that they are stored, outermost
 	 * first, with one copy */
@@ -954,7 +954,8 @@ static int fallback(struct mt_area *area, int max, uint64_t *hash)
 	return n;
 }
 
-int mt_unwind(int max, uint64_t *hash)
+/* walk is inlined: churn walks at every allocation, and a call saves six registers */
+MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area;
@@ -970,9 +971,10 @@ int mt_unwind(int max, uint64_t *hash)
 		errno = err;
 	}
 	area = t->area;
+	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test */
 	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
-	                !mt_config.fast_unwind || !t->caller_ip || !stack_bounds(t) ||
-	                t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
+	                !mt_config.fast_unwind || !t->caller_ip || t->caller_sp <= t->stack_lo ||
+	                t->caller_sp > t->stack_hi))
 		return fallback(area, max, hash);
 	area->in_fallback = false;
 	w = area->walk;
