@@ -982,7 +982,13 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
+	/*
+	 * mt_stack_current, this walk's caller, asked mt_unwind_again first
+	 * unless Python frames are walked: with a last id noted, same_stack
+	 * fails as it did (churn's every allocation)
+	 */
+	if ((!t->again_id || MT_UNLIKELY(mt_python_on)) &&
+	    same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
 		from = w->truncated ? 0 : (int)w->n;
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
