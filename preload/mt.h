@@ -263,13 +263,19 @@ MT_HIDDEN extern pid_t mt_pid;
  */
 #define MT_STOP_RESERVE 64
 
-/* Returns room for a record of at most need bytes, or NULL (tracing off). */
+/*
+ * Returns room for a record of at most need bytes, or NULL (tracing off).
+ * base is not tested: with no chunk, pos and end are NULL too, and a chunk's
+ * pos and end are in its mapping before base is set (writer.c); base is NULL
+ * alone only inside the writer's switch or release of a chunk, which no
+ * record of this thread interrupts but a signal handler's, and that one
+ * tests base itself (process.c).
+ */
 static inline uint8_t *mt_room(size_t need)
 {
 	struct mt_thread *t = &mt_self;
-	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need)) {
-		/* a chunk's pos is set before its base (writer.c): the caller's test of
-		 * NULL folds away on this path */
+	if (MT_LIKELY((size_t)(t->end - t->pos) >= need)) {
+		/* pos is NULL only with end (no chunk): the caller's test of NULL folds away */
 		if (!t->pos)
 			__builtin_unreachable();
 		return t->pos;
