@@ -39,7 +39,7 @@ struct mt_thread {
 	uint8_t *end;                 /* end of the current chunk */
 	uint8_t *base;                /* the chunk's mapping, NULL when none */
 	uint64_t time;                /* time register: last record's time */
-	uint64_t addr;                /* address register: last address written, ^ MT_ADDR_MASK */
+	uint64_t addr;                /* address register: last address written, negated */
 	uint32_t stack;               /* stack register: the last short malloc's stack */
 	uintptr_t stack_lo, stack_hi; /* the thread's stack; hi 1 when unknown */
 	uintptr_t caller_ip, caller_sp, caller_bp; /* MT_MARK_CALLER: where the walk starts */
@@ -268,13 +268,19 @@ MT_HIDDEN extern pid_t mt_pid;
  */
 #define MT_STOP_RESERVE 64
 
-/* Returns room for a record of at most need bytes, or NULL (tracing off). */
+/*
+ * Returns room for a record of at most need bytes, or NULL (tracing off).
+ * base is not tested: with no chunk, pos and end are NULL too, and a chunk's
+ * pos and end are in its mapping before base is set (writer.c); base is NULL
+ * alone only inside the writer's switch or release of a chunk, which no
+ * record of this thread interrupts but a signal handler's, and that one
+ * tests base itself (process.c).
+ */
 static inline uint8_t *mt_room(size_t need)
 {
 	struct mt_thread *t = &mt_self;
-	if (MT_LIKELY(t->base && (size_t)(t->end - t->pos) >= need)) {
-		/* a chunk's pos is set before its base (writer.c): the caller's test of
-		 * NULL folds away on this path */
+	if (MT_LIKELY((size_t)(t->end - t->pos) >= need)) {
+		/* pos is NULL only with end (no chunk): the caller's test of NULL folds away */
 		if (!t->pos)
 			__builtin_unreachable();
 		return t->pos;
@@ -325,16 +331,16 @@ static inline uint8_t *mt_put_time(uint8_t *p, uint64_t now)
 }
 
 /*
- * The address register is kept masked: a thread's last block address in
+ * The address register is kept negated: a thread's last block address in
  * its TLS would otherwise read as a pointer to that block to the
  * reachability scan (reach-scan.c), which cannot tell memtrace's TLS from
- * the program's.
+ * the program's; negated, it is in the kernel's half, and the step from it
+ * is one add (a mask took a constant and an xor each way).
  */
-#define MT_ADDR_MASK 0xa5a5000000000005ull
 static inline uint8_t *mt_put_addr(uint8_t *p, uint64_t addr)
 {
-	p = mt_put_varint(p, mt_zigzag((int64_t)(addr - (mt_self.addr ^ MT_ADDR_MASK))));
-	mt_self.addr = addr ^ MT_ADDR_MASK;
+	p = mt_put_varint(p, mt_zigzag((int64_t)(addr + mt_self.addr)));
+	mt_self.addr = -addr;
 	return p;
 }
 

@@ -276,9 +276,11 @@ static bool grow(unsigned j)
 /*
  * Probes array j for h from slot i on: h's id if it is there, else 0 and
  * *free the first free slot (there always is one: an array is at most about
- * 3/4 full).
+ * 3/4 full). Inline: a lookup of churn's (a third of its allocations miss
+ * the thread's id cache) paid a call for each probe.
  */
-static uint32_t probe(unsigned j, uint64_t h, uint64_t i, uint64_t *free)
+static inline __attribute__((always_inline)) uint32_t probe(unsigned j, uint64_t h, uint64_t i,
+                                                            uint64_t *free)
 {
 	_Atomic uint64_t *t = atomic_load_explicit(&tables[j], memory_order_acquire);
 	uint64_t mask = ((uint64_t)1 << table_bits(j)) - 1;
@@ -298,7 +300,7 @@ static uint32_t probe(unsigned j, uint64_t h, uint64_t i, uint64_t *free)
 static uint32_t find_or_add(uint64_t h, int n)
 {
 	unsigned top = 0;
-	uint64_t i, unused;
+	uint64_t i = 0, unused; /* i is probe's free slot: GCC cannot tell it is set before use */
 	uint32_t id;
 
 	while (top + 1 < ntables && atomic_load_explicit(&tables[top + 1], memory_order_acquire))

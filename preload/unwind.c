@@ -547,16 +547,9 @@ static inline __m128i load_two(uintptr_t a, uintptr_t b)
 	                                     (const double *)b));
 }
 
-/*
- * The innermost state above c (index below c) whose stack words changed
- * since w was walked, or -1 when none did. A state the new walk shares with
- * the old one often belongs to another call path of the same depth; the
- * check then stops where the paths part, and every later candidate inside
- * that state fails there too.
- */
-static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
+/* Whether any of w's first n stack words changed since w was walked. */
+static inline __attribute__((always_inline)) bool words_differ(const struct mt_walk *w, unsigned n)
 {
-	unsigned n = w->first[c];
 	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
 	const __m128i *v = (const __m128i *)w->chk_val;
 	__m128i diff = _mm_setzero_si128();
@@ -579,13 +572,23 @@ static inline __attribute__((always_inline)) int words_changed(const struct mt_w
 #undef MT_CHECK_TWO
 	if (n & 1)
 		rest = *(const uintptr_t *)a[0] ^ w->chk_val[n - 1];
-	if (MT_LIKELY(!rest &&
-	              _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff))
-		return -1;
-	return where_changed(w, c);
+	return MT_UNLIKELY(rest ||
+	                   _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff);
 }
 
-/* words_changed as a call: walk's candidates, and mt_unwind's check. */
+/*
+ * The innermost state above c (index below c) whose stack words changed
+ * since w was walked, or -1 when none did. A state the new walk shares with
+ * the old one often belongs to another call path of the same depth; the
+ * check then stops where the paths part, and every later candidate inside
+ * that state fails there too.
+ */
+static inline __attribute__((always_inline)) int words_changed(const struct mt_walk *w, unsigned c)
+{
+	return words_differ(w, w->first[c]) ? where_changed(w, c) : -1;
+}
+
+/* words_changed as a call, for mt_unwind's check (walk's candidates check in line). */
 static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
 {
 	return words_changed(w, c);
@@ -757,8 +760,8 @@ static int extend_outwards(struct mt_thread *t, uintptr_t cache, struct mt_walk 
  * is and return w->n, or 0 for a walk that was cut (it holds max states, so
  * it stays cut).
  */
-static inline __attribute__((always_inline)) bool
-same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bool inline_check)
+static inline __attribute__((always_inline)) bool same_stack(const struct mt_walk *w, uintptr_t ip,
+                                                             uintptr_t sp, uintptr_t bp)
 {
 	const struct mt_frame *last;
 
@@ -766,7 +769,7 @@ same_stack(const struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, bo
 		return false;
 	last = &w->f[w->n - 1];
 	return last->ip == ip && last->sp == sp && (!last->bp_live || last->bp == bp) &&
-	       (inline_check ? words_changed(w, w->n - 1) : first_changed(w, w->n - 1)) < 0;
+	       first_changed(w, w->n - 1) < 0;
 }
 
 /*
@@ -782,11 +785,19 @@ uint32_t mt_unwind_again(void)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area = t->area;
+	const struct mt_walk *w;
+	const struct mt_frame *last;
 
 	/* first what fails for a stack elsewhere, with no register to save */
 	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
-	    MT_UNLIKELY(!area) || area->walk->gen != mt_module_gen ||
-	    !same_stack(area->walk, t->caller_ip, t->caller_sp, t->caller_bp, true))
+	    MT_UNLIKELY(!area))
+		return 0;
+	/* same_stack's tests but those that hold: again_ip and again_sp are the walk's innermost
+	 * state's (mt_stack_walked), and the walk holds one at least */
+	w = area->walk;
+	last = &w->f[w->n - 1];
+	if (w->gen != mt_module_gen || (last->bp_live && last->bp != t->caller_bp) ||
+	    words_differ(w, w->first[w->n - 1]))
 		return 0;
 	return t->again_id;
 }
@@ -807,8 +818,8 @@ uint32_t mt_unwind_again(void)
  * what still holds of the walk w holds. Returns the index from which w's
  * hashes must be recomputed, or -1 when a frame needs libunwind.
  */
-static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp,
-                          uintptr_t bp, unsigned max)
+static inline __attribute__((always_inline)) MT_NO_SLP int
+walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned max)
 {
 	/* the new states, innermost last (top[-i] is the i-th), so that they are stored, outermost
 	 * first, with one copy */
@@ -825,14 +836,15 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
 	unsigned shift = 64 - (unsigned)(cache & RULE_BITS_FIELD);
 	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-	unsigned k = 1, from;
+	unsigned k, from;
 	int keep = -1; /* w->f[0..keep] stays */
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
 	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
 	const struct mt_frame *cand = w->n ? old + w->n - 1 : old;
 	uintptr_t csp = w->n ? cand->sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
-	struct mt_frame *f = top; /* the state reached, top[-(k - 1)]: stepped down, not computed */
+	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
+	struct mt_frame *f = top, *const last = top - (max - 1);
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
@@ -845,31 +857,36 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 		}
 		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
 		    (!cand->bp_live || cand->bp == bp)) {
-			int c = first_changed(w, (unsigned)(cand - old));
+			int c = words_changed(w, (unsigned)(cand - old));
 			if (c < 0) {
 				keep = (int)(cand - old);
-				k--; /* state keep is top[-(k - 1)] */
+				f++; /* the state reached is state keep */
 				break;
 			}
 			changed = old + c;
 		}
-		if (k == max)
+		if (f == last) {
+			f->rbp_cfa = false;
 			break;
+		}
 		_Atomic uint64_t *s =
 		        (_Atomic uint64_t *)&words[(ip * 0x9e3779b97f4a7c15u) >> shift];
 		uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
 		uintptr_t cfa, off, kk;
 		uint8_t loaded = 0;
 
-		if (MT_UNLIKELY((r & IP_MASK) != ip) && !(r = rule_miss(s, ip, f, k)))
+		if (MT_UNLIKELY((r & IP_MASK) != ip) &&
+		    !(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
 			return -1;
 		off = OFF_FIELD(r);
 		if (MT_UNLIKELY(off - 1 >= LIBUNWIND_ONLY - 1)) {
 			if (off == LIBUNWIND_ONLY)
 				return -1;
+			f->rbp_cfa = false;
 			break; /* outermost frame */
 		}
-		f->rbp_cfa = r >> 48 & 1;
+		/* set here for every state but the last, and where the walk stops after it */
+		f->rbp_cfa = (bool)(r >> 48 & 1);
 		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
 		if (MT_UNLIKELY(cfa <= sp || cfa > hi))
 			break; /* not a stack we can trust */
@@ -882,15 +899,14 @@ static MT_NO_SLP int walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, 
 		if (MT_UNLIKELY(ip - 4096 > IP_MASK - 4096))
 			break;
 		sp = cfa;
-		k++;
 		f--;
-		/* h and bp_live are finish_from's */
+		/* h and bp_live are finish_from's, rbp_cfa the next step's */
 		f->ip = ip;
 		f->sp = sp;
 		f->bp = bp;
 		f->loaded = loaded;
-		f->rbp_cfa = false;
 	}
+	k = (unsigned)(top - f) + 1;
 	if (keep + 1 + k > max) {
 		/* deeper than the limit: keep the innermost max states */
 		unsigned drop = keep + 1 + k - max;
@@ -938,7 +954,8 @@ static int fallback(struct mt_area *area, int max, uint64_t *hash)
 	return n;
 }
 
-int mt_unwind(int max, uint64_t *hash)
+/* walk is inlined: churn walks at every allocation, and a call saves six registers */
+MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area;
@@ -954,9 +971,10 @@ int mt_unwind(int max, uint64_t *hash)
 		errno = err;
 	}
 	area = t->area;
+	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test */
 	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
-	                !mt_config.fast_unwind || !t->caller_ip || !stack_bounds(t) ||
-	                t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
+	                !mt_config.fast_unwind || !t->caller_ip || t->caller_sp <= t->stack_lo ||
+	                t->caller_sp > t->stack_hi))
 		return fallback(area, max, hash);
 	area->in_fallback = false;
 	w = area->walk;
@@ -964,7 +982,13 @@ int mt_unwind(int max, uint64_t *hash)
 		w->n = 0;
 		w->gen = mt_module_gen;
 	}
-	if (same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp, false))
+	/*
+	 * mt_stack_current, this walk's caller, asked mt_unwind_again first
+	 * unless Python frames are walked: with a last id noted, same_stack
+	 * fails as it did (churn's every allocation)
+	 */
+	if ((!t->again_id || MT_UNLIKELY(mt_python_on)) &&
+	    same_stack(w, t->caller_ip, t->caller_sp, t->caller_bp))
 		from = w->truncated ? 0 : (int)w->n;
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);

@@ -753,7 +753,7 @@ uint8_t *mt_writer_room_slow(size_t need)
 	t->chunk_off = off;
 	t->chunk_next = size < MT_CHUNK_SIZE_MAX ? size * 2 : MT_CHUNK_SIZE_MAX;
 	t->time = ch->base_ticks;
-	t->addr = MT_ADDR_MASK; /* 0, masked */
+	t->addr = 0; /* 0, negated */
 	t->stack = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	t->base = p;
