@@ -36,12 +36,12 @@
 #include "feed.h"
 #include "keyframes.h"
 
-#define RING          4096u /* units: 256 KiB, a power of two */
-#define PUBLISH       64u   /* units between two publications of an index */
-#define AHEAD         32u   /* units the replay's side keeps made beyond the one it applies */
-#define MT_UNIT_CHUNK 4u    /* the feed's own: the next slot holds the stream's next chunk */
-#define MT_UNIT_ERROR 8u    /* the feed's own: the stream's next record is unreadable */
-#define SHORT_RUN     4u    /* records of a run among other threads' decoded one at a time */
+#define RING          16384u /* units: 1 MiB, a power of two */
+#define PUBLISH       64u    /* units between two publications of an index */
+#define AHEAD         32u    /* units the replay's side keeps made beyond the one it applies */
+#define MT_UNIT_CHUNK 4u     /* the feed's own: the next slot holds the stream's next chunk */
+#define MT_UNIT_ERROR 8u     /* the feed's own: the stream's next record is unreadable */
+#define SHORT_RUN     4u     /* records of a run among other threads' decoded one at a time */
 
 struct stream {
 	const uint64_t *chunks;
