@@ -83,6 +83,8 @@ struct mt_feed {
 
 	/* shared */
 	bool threaded;
+	enum mt_feed_thread how;
+	uint64_t start_ns, waited; /* the feed's start, the replay's waits for units (ns) */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -478,6 +480,7 @@ static void *producer(void *arg)
 		/* the mapped trace shrank under the producer: the replay's thread meets it too */
 		f->ring[f->tail++ & (RING - 1)] = (struct mt_unit){.flags = MT_UNIT_ERROR};
 		f->perr = -EFAULT;
+		f->done = true;
 	} else {
 		produce_all(f);
 	}
@@ -488,9 +491,36 @@ static void *producer(void *arg)
 
 /* ---- the replay's side ---- */
 
+/*
+ * Where the producer has a core of its own, the replay waits for units
+ * only while it starts. Waiting longer says that other programs want the
+ * cores: once the replay has waited a fifth of the time since the feed
+ * started (break-even where one thread makes units three times as fast as
+ * the other applies them), and WAIT_FREE_NS more, it stops the producer
+ * (between two of its runs) and makes the units itself.
+ */
+#define WAIT_FREE_NS 5000000u
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void take_back(struct mt_feed *f)
+{
+	atomic_store(&f->stop, true); /* produce_all stops after a whole run */
+	pthread_join(f->thread, NULL);
+	f->threaded = false;
+}
+
 /* Makes units ahead, or learns of those made: false when there are none left. */
 static bool top_up(struct mt_feed *f)
 {
+	if (f->threaded && f->how == MT_FEED_GIVEN_BACK)
+		take_back(f);
 	if (!f->threaded) {
 		while (!f->done && f->tail - f->head < AHEAD + PUBLISH)
 			produce(f, f->head + AHEAD + PUBLISH);
@@ -499,6 +529,7 @@ static bool top_up(struct mt_feed *f)
 		return f->tail_seen > f->head;
 	}
 	for (bool published = false;;) {
+		uint64_t t;
 		/* finished is read first: once it is true, the tail it published is whole */
 		f->fin_seen = atomic_load(&f->finished);
 		f->tail_seen = atomic_load(&f->tail_pub.value);
@@ -510,8 +541,15 @@ static bool top_up(struct mt_feed *f)
 			published = true;
 			continue;
 		}
+		t = now_ns();
+		if (f->how == MT_FEED_WHILE_FREE &&
+		    f->waited > WAIT_FREE_NS + (t - f->start_ns) / 5) {
+			take_back(f);
+			return top_up(f);
+		}
 		/* until a good part of the ring is made */
 		wait_for(f, &f->tail_pub, f->head + RING / 4);
+		f->waited += now_ns() - t;
 	}
 }
 
@@ -634,7 +672,8 @@ const struct mt_unit *mt_feed_peek(const struct mt_feed *f, unsigned ahead)
 }
 
 int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
-                  const struct mt_feed_stream *streams, uint32_t nstreams, bool thread)
+                  const struct mt_feed_stream *streams, uint32_t nstreams,
+                  enum mt_feed_thread thread)
 {
 	/* its indices on cache lines of their own */
 	struct mt_feed *f = aligned_alloc(alignof(struct mt_feed), sizeof(*f));
@@ -664,7 +703,9 @@ int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
 		f->streams[i].n = streams[i].n;
 		f->streams[i].resume = streams[i].resume;
 	}
-	if (thread) {
+	f->how = thread;
+	f->start_ns = now_ns();
+	if (thread != MT_FEED_INLINE) {
 		/* the command's signals stay the replay thread's; a fault is the producer's own */
 		sigset_t all, was;
 		sigfillset(&all);

@@ -1512,17 +1512,46 @@ void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how)
 	r->thread = how;
 }
 
-static bool feed_thread(const struct mt_replay *r, const struct mt_instance *in)
+/* Tasks runnable now, this thread among them (/proc/loadavg's fourth field), or -1. */
+static long runnable_now(void)
 {
-	long cores;
+	FILE *f = fopen("/proc/loadavg", "re");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%*f %*f %*f %ld/", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct mt_instance *in)
+{
+	long cores, now;
 	double load;
 
-	if (r->thread != MT_REPLAY_THREAD_AUTO)
-		return r->thread == MT_REPLAY_THREAD_ALWAYS;
+	switch (r->thread) {
+	case MT_REPLAY_THREAD_ALWAYS:
+		return MT_FEED_THREAD;
+	case MT_REPLAY_THREAD_NEVER:
+		return MT_FEED_INLINE;
+	case MT_REPLAY_THREAD_GIVEN_BACK:
+		return MT_FEED_GIVEN_BACK;
+	default:
+		break;
+	}
 	if (in->events < FEED_THREAD_EVENTS || (cores = sysconf(_SC_NPROCESSORS_ONLN)) < 2)
-		return false;
-	/* the load counts this process's own thread */
-	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5;
+		return MT_FEED_INLINE;
+	/*
+	 * A core free now, not by the load average, whose minute stays high for
+	 * a while after the traced program ran (`memtrace run`); a wrong guess
+	 * is undone by the feed, which gives its thread back.
+	 */
+	if ((now = runnable_now()) > 0)
+		return now < cores ? MT_FEED_WHILE_FREE : MT_FEED_INLINE;
+	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5 ? MT_FEED_WHILE_FREE
+	                                                               : MT_FEED_INLINE;
 }
 /*
  * The cache lines a unit will touch are fetched ahead of it, in two steps:
