@@ -1512,25 +1512,8 @@ void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how)
 	r->thread = how;
 }
 
-/* Tasks runnable now, this thread among them (/proc/loadavg's fourth field), or -1. */
-static long runnable_now(void)
-{
-	FILE *f = fopen("/proc/loadavg", "re");
-	long n = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%*f %*f %*f %ld/", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
-}
-
 static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct mt_instance *in)
 {
-	long cores, now;
-	double load;
-
 	switch (r->thread) {
 	case MT_REPLAY_THREAD_ALWAYS:
 		return MT_FEED_THREAD;
@@ -1541,17 +1524,15 @@ static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct m
 	default:
 		break;
 	}
-	if (in->events < FEED_THREAD_EVENTS || (cores = sysconf(_SC_NPROCESSORS_ONLN)) < 2)
-		return MT_FEED_INLINE;
 	/*
-	 * A core free now, not by the load average, whose minute stays high for
-	 * a while after the traced program ran (`memtrace run`); a wrong guess
-	 * is undone by the feed, which gives its thread back.
+	 * Whether a core is free is not known ahead (the load average's minute
+	 * stays high for a while after the traced program ran, and what is
+	 * runnable at one moment says little of the next): the feed gives its
+	 * thread back if the replay waits for it.
 	 */
-	if ((now = runnable_now()) > 0)
-		return now < cores ? MT_FEED_WHILE_FREE : MT_FEED_INLINE;
-	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5 ? MT_FEED_WHILE_FREE
-	                                                               : MT_FEED_INLINE;
+	if (in->events < FEED_THREAD_EVENTS || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return MT_FEED_INLINE;
+	return MT_FEED_WHILE_FREE;
 }
 /*
  * The cache lines a unit will touch are fetched ahead of it, in two steps:

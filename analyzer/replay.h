@@ -324,11 +324,11 @@ struct mt_replay_callbacks {
 int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err);
 /*
  * Where the second pass decodes: by default (AUTO) on a thread of its own
- * for an instance of 65,536 events or more when a core is free (fewer
- * tasks runnable now than online cores, this one counted), given back when
- * the replay waits for it too often (feed.c: on a machine whose cores are
- * all busy, two threads that wait for each other are slower than one);
- * tests choose either way, or a thread given back at once (GIVEN_BACK).
+ * for an instance of 65,536 events or more where there are two cores or
+ * more, given back when the replay waits for it too often (feed.c: on a
+ * machine whose cores are all busy, two threads that wait for each other
+ * are slower than one); tests choose either way, or a thread given back at
+ * once (GIVEN_BACK).
  */
 enum mt_replay_thread {
 	MT_REPLAY_THREAD_AUTO,
