@@ -510,7 +510,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		signal(sig, SIG_DFL);
 		return;
 	}
-	/* the feed's producer leaves, and the replay's thread meets the fault itself */
+	/* the open's helpers and the feed's producer leave, and the command's thread meets the
+	 * fault itself */
+	mt_reader_fault(si->si_addr);
 	mt_feed_fault(si->si_addr);
 	siglongjmp(shrank, 1);
 }

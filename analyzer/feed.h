@@ -9,7 +9,8 @@
  * reader's fast path, without a merge step each (a process of one thread
  * merges nothing). Given a thread, the producer runs on it, on another
  * core, while the replay applies what it made; otherwise the replay runs
- * the producer itself whenever the ring runs short. Either way the units are the same, and so is every error.
+ * the producer itself whenever the ring runs short. Either way the units are the same, and so is
+ * every error.
  *
  * A unit of an ALLOC, FREE or REALLOC holds the record's fields (struct
  * mt_event): 64 bytes, where a struct mt_record takes kilobytes. Any other
@@ -72,12 +73,18 @@ struct mt_feed_stream {
 
 struct mt_feed;
 
-/*
- * A feed over the streams, which (like the trace) must outlive it; with
- * `thread`, its producer on a thread of its own if one can be made.
- */
+/* Where the producer runs. */
+enum mt_feed_thread {
+	MT_FEED_INLINE,     /* on the replay's thread, whenever the ring runs short */
+	MT_FEED_THREAD,     /* on a thread of its own, if one can be made */
+	MT_FEED_WHILE_FREE, /* the same, given back when the replay waits for it too often */
+	MT_FEED_GIVEN_BACK, /* tests: the same, given back when the replay first looks for units */
+};
+
+/* A feed over the streams, which (like the trace) must outlive it. */
 int mt_feed_start(struct mt_feed **out, const struct mt_trace *trace,
-                  const struct mt_feed_stream *streams, uint32_t nstreams, bool thread);
+                  const struct mt_feed_stream *streams, uint32_t nstreams,
+                  enum mt_feed_thread thread);
 /*
  * The next unit, valid until the next call: 1, 0 after the last, < 0 for a
  * record that cannot be read (err says where), as mt_cursor_next says it.

@@ -9,7 +9,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,6 +545,128 @@ static bool sealed_ok(const uint8_t *chunk, uint32_t hdr, uint32_t size, uint32_
 }
 
 /*
+ * The open's checksum walks, shared by the cores: the chunks are
+ * independent, so the index is made a batch at a time (their headers read
+ * in file order, which is cheap) and their records walked by this thread
+ * and helpers, each taking the next chunk left; what a walk found is then
+ * applied to the slots in file order, as a walk one chunk at a time would.
+ * The pages a header's read brings in (the kernel maps up to 64 KiB around
+ * a fault) are let go of at once, not when the chunk is walked: 18-20 MiB
+ * of RSS on a trace of 111 MB, whose 434 chunks are one batch.
+ * A helper that meets a fault (the mapped file shrank) leaves its chunk to
+ * this thread, which meets the fault itself, where the command's handler
+ * can leave the command.
+ */
+#define WALK_BATCH   1024u      /* chunks: 72 KiB of jobs */
+#define WALK_SHARED  (4u << 20) /* bytes of a batch from which helpers pay for their start */
+#define WALK_HELPERS 3u
+
+/* A whole chunk (its slot) and what its walk found. */
+struct walk_job {
+	uint64_t slot, ticks, ns;
+	uint32_t crc; /* 0: sealed without one, nothing to walk */
+	bool walked, ok, all;
+	struct mt_skim sk;
+};
+
+struct walkers {
+	const struct mt_trace *t;
+	struct walk_job *jobs;
+	size_t n;
+	uint64_t bytes; /* of the chunks with a checksum */
+	_Atomic size_t next;
+};
+
+static _Thread_local sigjmp_buf *walk_fault;
+
+void mt_reader_fault(void *addr)
+{
+	(void)addr;
+	if (walk_fault)
+		siglongjmp(*walk_fault, 1);
+}
+
+static void walk_one(const struct mt_trace *t, struct walk_job *j)
+{
+	const struct mt_chunk_slot *s = &t->slots[j->slot];
+
+	j->ok = !j->crc || sealed_ok(t->data + s->offset, t->chunk_header, s->size, j->crc,
+	                             s->offset, j->ticks, &j->sk, &j->all);
+	if (j->crc)
+		mt_reader_release(t, s->offset, s->size); /* read whole; next needed later */
+	j->walked = true;
+}
+
+static void walk_jobs(struct walkers *w)
+{
+	size_t i;
+
+	while ((i = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed)) < w->n)
+		walk_one(w->t, &w->jobs[i]);
+}
+
+static void *walker(void *arg)
+{
+	sigjmp_buf jump;
+
+	if (!sigsetjmp(jump, 1)) {
+		walk_fault = &jump;
+		walk_jobs(arg);
+	}
+	walk_fault = NULL;
+	return NULL;
+}
+
+/* Walks the batch's chunks, applies what the walks found, and empties the batch. */
+static void walk_batch(struct mt_trace *t, struct walkers *w)
+{
+	pthread_t helper[WALK_HELPERS];
+	unsigned nhelpers = 0, want = 0;
+
+	w->t = t;
+	atomic_store(&w->next, 0);
+	if (w->bytes >= WALK_SHARED) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		want = cores > 1 ? (unsigned)(cores - 1) : 0;
+		want = want < WALK_HELPERS ? want : WALK_HELPERS;
+	}
+	if (want) {
+		/* the command's signals stay this thread's; a fault is the helper's own */
+		sigset_t all, was;
+		sigfillset(&all);
+		sigdelset(&all, SIGBUS);
+		sigdelset(&all, SIGSEGV);
+		(void)mt_crc32c_have_hw(); /* its cached answer, before the helpers read it */
+		pthread_sigmask(SIG_BLOCK, &all, &was);
+		while (nhelpers < want && pthread_create(&helper[nhelpers], NULL, walker, w) == 0)
+			nhelpers++;
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+	}
+	walk_jobs(w);
+	while (nhelpers)
+		pthread_join(helper[--nhelpers], NULL);
+	for (size_t i = 0; i < w->n; i++) {
+		struct walk_job *j = &w->jobs[i];
+		struct mt_chunk_slot *s = &t->slots[j->slot];
+		if (!j->walked)
+			walk_one(t, j); /* a helper met a fault there: this thread meets it too */
+		if (!j->ok) {
+			s->state = MT_SLOT_DAMAGED;
+			if (!t->damaged++)
+				t->damaged_at = s->offset;
+		} else {
+			mt_clock_fit_add(&t->fit, j->ticks, j->ns);
+		}
+		if (j->crc && j->ok && j->all) {
+			s->skimmed = true;
+			s->skim = j->sk;
+		}
+	}
+	w->n = 0;
+	w->bytes = 0;
+}
+
+/*
  * The chunk index: each chunk says its size, so the chunks are found by
  * walking the file. A unit whose magic is 0 belongs to a chunk claimed but
  * never written (its writer was killed, or the disk was full) and is
@@ -552,8 +678,11 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 	uint64_t unit = t->header.chunk_unit, off = t->header.header_size;
 	size_t cap = 0;
 	bool in_hole = false;
+	struct walkers w = {.jobs = malloc(WALK_BATCH * sizeof(*w.jobs))};
 	int r = 0;
 
+	if (!w.jobs)
+		return fail(err, -ENOMEM, 0, "out of memory for the chunk index");
 	while (off < t->size && r == 0) {
 		struct mt_chunk_header ch;
 		if (t->size - off < t->chunk_header) {
@@ -582,30 +711,30 @@ static int index_chunks(struct mt_trace *t, struct mt_error *err)
 			r = add_slot(t, off, ch.size, MT_SLOT_CUT, &cap, err);
 			break;
 		} else {
-			struct mt_skim sk;
-			bool all = false;
-			bool ok = !ch.crc32c || sealed_ok(t->data + off, t->chunk_header, ch.size,
-			                                  ch.crc32c, off, ch.base_ticks, &sk, &all);
-			if (ch.crc32c)
-				mt_reader_release(t, off,
-				                  ch.size); /* read whole; next needed later */
-			r = add_slot(t, off, ch.size, ok ? MT_SLOT_CHUNK : MT_SLOT_DAMAGED, &cap,
-			             err);
+			/* its walk (a batch's, on the cores) decides whether it is damaged */
+			r = add_slot(t, off, ch.size, MT_SLOT_CHUNK, &cap, err);
+			if (r < 0)
+				break;
 			t->slots[t->slot_count - 1].seq =
 			        t->chunk_header > MT_CHUNK_HEADER_V3 ? ch.seq : t->slot_count - 1;
-			if (ch.crc32c && ok && all) {
-				t->slots[t->slot_count - 1].skimmed = true;
-				t->slots[t->slot_count - 1].skim = sk;
+			/* the clock's pairs now: the chunk's pages are let go of by its walk */
+			w.jobs[w.n++] = (struct walk_job){.slot = t->slot_count - 1,
+			                                  .ticks = ch.base_ticks,
+			                                  .ns = ch.base_ns,
+			                                  .crc = ch.crc32c};
+			if (ch.crc32c) {
+				mt_reader_release(t, off, ch.size);
+				w.bytes += ch.size;
 			}
-			/* the clock's pairs now: the chunk's pages are let go of below */
-			if (ok)
-				mt_clock_fit_add(&t->fit, ch.base_ticks, ch.base_ns);
-			if (!ok && !t->damaged++)
-				t->damaged_at = off;
+			if (w.n == WALK_BATCH)
+				walk_batch(t, &w);
 			t->chunk_count++;
 			off += ch.size;
 		}
 	}
+	if (r == 0)
+		walk_batch(t, &w);
+	free(w.jobs);
 	t->truncated = t->slot_count && t->slots[t->slot_count - 1].state == MT_SLOT_CUT;
 	if (t->truncated) {
 		const struct mt_chunk_slot *last = &t->slots[t->slot_count - 1];

@@ -348,6 +348,13 @@ void mt_reader_close(struct mt_trace *t);
  * reader's process holds does not grow with the trace it reads.
  */
 void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len);
+/*
+ * For the command's SIGBUS handler (a mapped trace that shrank): on a
+ * thread that helps the open walk its chunks, leaves the walk, whose chunk
+ * the opening thread then reads and meets the fault itself; elsewhere,
+ * returns.
+ */
+void mt_reader_fault(void *addr);
 
 /*
  * Number of chunks to visit: the whole ones, plus a cut-off last one

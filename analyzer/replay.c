@@ -1512,17 +1512,27 @@ void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how)
 	r->thread = how;
 }
 
-static bool feed_thread(const struct mt_replay *r, const struct mt_instance *in)
+static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct mt_instance *in)
 {
-	long cores;
-	double load;
-
-	if (r->thread != MT_REPLAY_THREAD_AUTO)
-		return r->thread == MT_REPLAY_THREAD_ALWAYS;
-	if (in->events < FEED_THREAD_EVENTS || (cores = sysconf(_SC_NPROCESSORS_ONLN)) < 2)
-		return false;
-	/* the load counts this process's own thread */
-	return getloadavg(&load, 1) == 1 && load < (double)cores - 0.5;
+	switch (r->thread) {
+	case MT_REPLAY_THREAD_ALWAYS:
+		return MT_FEED_THREAD;
+	case MT_REPLAY_THREAD_NEVER:
+		return MT_FEED_INLINE;
+	case MT_REPLAY_THREAD_GIVEN_BACK:
+		return MT_FEED_GIVEN_BACK;
+	default:
+		break;
+	}
+	/*
+	 * Whether a core is free is not known ahead (the load average's minute
+	 * stays high for a while after the traced program ran, and what is
+	 * runnable at one moment says little of the next): the feed gives its
+	 * thread back if the replay waits for it.
+	 */
+	if (in->events < FEED_THREAD_EVENTS || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return MT_FEED_INLINE;
+	return MT_FEED_WHILE_FREE;
 }
 /*
  * The cache lines a unit will touch are fetched ahead of it, in two steps:

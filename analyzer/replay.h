@@ -324,12 +324,18 @@ struct mt_replay_callbacks {
 int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct mt_error *err);
 /*
  * Where the second pass decodes: by default (AUTO) on a thread of its own
- * for an instance of 65,536 events or more when a core looks free (online
- * cores above the load average by a half: on a machine whose cores are all
- * busy, two threads that wait for each other are slower than one); tests
- * choose either way.
+ * for an instance of 65,536 events or more where there are two cores or
+ * more, given back when the replay waits for it too often (feed.c: on a
+ * machine whose cores are all busy, two threads that wait for each other
+ * are slower than one); tests choose either way, or a thread given back at
+ * once (GIVEN_BACK).
  */
-enum mt_replay_thread { MT_REPLAY_THREAD_AUTO, MT_REPLAY_THREAD_ALWAYS, MT_REPLAY_THREAD_NEVER };
+enum mt_replay_thread {
+	MT_REPLAY_THREAD_AUTO,
+	MT_REPLAY_THREAD_ALWAYS,
+	MT_REPLAY_THREAD_NEVER,
+	MT_REPLAY_THREAD_GIVEN_BACK,
+};
 void mt_replay_set_thread(struct mt_replay *r, enum mt_replay_thread how);
 /* Second pass over all instances, parents before their forked children. */
 int mt_replay_run(struct mt_replay *r, const struct mt_replay_callbacks *cb, void *ctx,

@@ -685,12 +685,21 @@ static void test_feed_thread(void)
 	CHECK_EQ(a.peak_bytes, 64);
 	CHECK_EQ(a.live_bytes, 0);
 	CHECK(!memcmp(&a, &n, sizeof(a)));
+	/* the producer stopped wherever it is and its units made on: the same */
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_GIVEN_BACK, &oa, &a, &ea), 0);
+	CHECK_EQ(oa.seen, on.seen);
+	CHECK_EQ(oa.hash, on.hash);
+	CHECK(!memcmp(&a, &n, sizeof(a)));
 	tb_free_buf(&b);
 
 	build_two_threads(&b, true);
 	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_ALWAYS, &oa, &a, &ea), -EBADMSG);
 	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_NEVER, &on, &n, &en), -EBADMSG);
 	CHECK_EQ(oa.seen, on.seen);
+	CHECK_EQ(oa.hash, on.hash);
+	CHECK_EQ(replay_with(&b, MT_REPLAY_THREAD_GIVEN_BACK, &oa, &a, &ea), -EBADMSG);
+	CHECK_EQ(ea.offset, en.offset);
+	CHECK(!strcmp(ea.message, en.message));
 	CHECK_EQ(oa.seen, 1 + 2 * FEED_PAIRS + FEED_PAIRS / 10); /* every record before it */
 	CHECK_EQ(oa.hash, on.hash);
 	CHECK_EQ(ea.offset, en.offset);
