@@ -500,13 +500,21 @@ struct mt_walk {
 	unsigned n;
 	uint32_t gen;
 	bool truncated; /* stopped at the frame limit, not at the outermost frame */
+	/*
+	 * f[-1] as walk's candidate search sees it: sp UINTPTR_MAX, above every
+	 * state, ends the search with no test of its own (set by mt_area_get)
+	 */
+	struct mt_frame below;
 	struct mt_frame f[WALK_MAX];
-	uintptr_t chk_val[2 * WALK_MAX];
+	_Alignas(16) uintptr_t chk_val[2 * WALK_MAX];
 	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
+_Static_assert(offsetof(struct mt_walk, f) ==
+                       offsetof(struct mt_walk, below) + sizeof(struct mt_frame),
+               "below is f[-1]");
 
 /*
  * libgcc takes its object_mutex around a malloc while it sorts the FDEs of
@@ -643,6 +651,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 			return NULL;
 		t->area = (struct mt_area *)p;
 		t->area->walk = (struct mt_walk *)(p + sizeof(struct mt_area));
+		t->area->walk->below.sp = UINTPTR_MAX;
 		mt_ids_init(t->area);
 	}
 	return t->area;
@@ -841,20 +850,16 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
 	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
-	const struct mt_frame *cand = w->n ? old + w->n - 1 : old;
-	uintptr_t csp = w->n ? cand->sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
+	/* w->f[-1] is w->below, whose sp UINTPTR_MAX says no candidate is left */
+	const struct mt_frame *cand = old + w->n - 1;
+	uintptr_t csp = cand->sp;
 	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
 	struct mt_frame *f = top, *const last = top - (max - 1);
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		while (csp < sp) {
-			if (cand == old) {
-				csp = UINTPTR_MAX;
-				break;
-			}
+		while (csp < sp)
 			csp = (--cand)->sp;
-		}
 		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
 		    (!cand->bp_live || cand->bp == bp)) {
 			int c = words_changed(w, (unsigned)(cand - old));
