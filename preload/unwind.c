@@ -47,11 +47,14 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
  * A cache word: bits 0-47 the return address, bit 48 CFA base (0 rsp, 1 rbp),
  * bits 49-60 CFA offset / 8, bits 61-63 where rbp is saved (k: at CFA - 8k;
  * 0: not saved). CFA offset 0 marks the outermost frame (return address
- * undefined); CFA offset field 0xfff, a frame only libunwind can step.
+ * undefined) and, with k 7, a frame only libunwind can step: both are CFA =
+ * rsp, which fails walk's test of the CFA (it must be above sp), so that the
+ * loop tests for neither. Offsets from 8 * OFF_LIMIT up are libunwind's too.
  */
 #define IP_MASK        ((1ull << 48) - 1)
 #define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
-#define LIBUNWIND_ONLY 0xfffull
+#define OFF_LIMIT      0xfff
+#define LIBUNWIND_ONLY (7ull << 61)
 
 /*
  * The cache is direct-mapped, 2^12 words (32 KiB) at first: a small program
@@ -392,7 +395,7 @@ static uint64_t compute_rule(uint64_t ip)
 	if (s.ra.kind == UNDEFINED)
 		return ip; /* outermost: CFA offset 0 */
 	if ((s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off <= 0 || s.cfa_off % 8 ||
-	    s.cfa_off >= (int64_t)(8 * LIBUNWIND_ONLY) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
+	    s.cfa_off >= (int64_t)(8 * OFF_LIMIT) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
 		return 0;
 	uint64_t k = 0;
 	if (s.rbp.kind == AT_OFFSET) {
@@ -683,7 +686,7 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
 	int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
 	r = compute_rule(ip);
 	if (!r)
-		r = ip | LIBUNWIND_ONLY << 49;
+		r = ip | LIBUNWIND_ONLY;
 	atomic_store_explicit(s, r, memory_order_relaxed);
 	rule_made();
 	errno = err;
@@ -709,10 +712,8 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 	if (MT_UNLIKELY((r & IP_MASK) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
 		return STEP_LIBUNWIND;
 	off = OFF_FIELD(r);
-	if (MT_UNLIKELY(off == LIBUNWIND_ONLY))
-		return STEP_LIBUNWIND;
-	if (MT_UNLIKELY(!off))
-		return STEP_END; /* outermost frame */
+	if (MT_UNLIKELY(!off)) /* outermost frame, or libunwind's */
+		return r == (f->ip | LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
 	f->rbp_cfa = r >> 48 & 1;
 	cfa = (f->rbp_cfa ? f->bp : f->sp) + off * 8;
 	if (MT_UNLIKELY(cfa <= f->sp || cfa > t->stack_hi))
@@ -884,17 +885,14 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		    !(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
 			return -1;
 		off = OFF_FIELD(r);
-		if (MT_UNLIKELY(off - 1 >= LIBUNWIND_ONLY - 1)) {
-			if (off == LIBUNWIND_ONLY)
-				return -1;
-			f->rbp_cfa = false;
-			break; /* outermost frame */
-		}
 		/* set here for every state but the last, and where the walk stops after it */
 		f->rbp_cfa = (bool)(r >> 48 & 1);
 		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
-		if (MT_UNLIKELY(cfa <= sp || cfa > hi))
-			break; /* not a stack we can trust */
+		if (MT_UNLIKELY(cfa <= sp || cfa > hi)) {
+			if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
+				return -1;
+			break; /* the outermost frame, or not a stack we can trust */
+		}
 		kk = r >> 61;
 		if (kk && cfa - 8 * kk >= lo) {
 			bp = *(const uintptr_t *)(cfa - 8 * kk);
