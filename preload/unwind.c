@@ -671,6 +671,12 @@ void mt_area_release(struct mt_thread *t)
 
 enum step { STEP_NEXT, STEP_END, STEP_LIBUNWIND };
 
+/* A word read as a return address that cannot be one: the walk ends before it. */
+static inline bool not_code(uintptr_t ip)
+{
+	return ip - 4096 > IP_MASK - 4096;
+}
+
 /*
  * Slow path: ip's rule is not in its slot; computed and stored there. 0
  * when the walk must go to libunwind before asking (seen/nseen: the states
@@ -728,7 +734,7 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 		next->loaded = (uint8_t)k;
 	}
 	next->ip = *(const uintptr_t *)(cfa - 8);
-	return MT_UNLIKELY(next->ip < 4096 || next->ip > IP_MASK) ? STEP_END : STEP_NEXT;
+	return MT_UNLIKELY(not_code(next->ip)) ? STEP_END : STEP_NEXT;
 }
 
 /*
@@ -872,7 +878,10 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 			changed = old + c;
 		}
 		if (f == last) {
-			f->rbp_cfa = false;
+			if (MT_UNLIKELY(not_code(ip)))
+				f++; /* the state is not one, see below */
+			else
+				f->rbp_cfa = false;
 			break;
 		}
 		_Atomic uint64_t *s =
@@ -881,15 +890,29 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		uintptr_t cfa, off, kk;
 		uint8_t loaded = 0;
 
-		if (MT_UNLIKELY((r & IP_MASK) != ip) &&
-		    !(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
-			return -1;
+		/*
+		 * A return address that cannot be one (below 4096 or above IP_MASK)
+		 * ends the walk before the state it was loaded into, as step's test
+		 * does; tested here, where only such an address can come (it is in
+		 * no cache word, and 0 reads an empty one as the outermost rule), not
+		 * at every load.
+		 */
+		if (MT_UNLIKELY((r & IP_MASK) != ip)) {
+			if (MT_UNLIKELY(not_code(ip))) {
+				f++;
+				break;
+			}
+			if (!(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
+				return -1;
+		}
 		off = OFF_FIELD(r);
 		/* set here for every state but the last, and where the walk stops after it */
 		f->rbp_cfa = (bool)(r >> 48 & 1);
 		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
 		if (MT_UNLIKELY(cfa <= sp || cfa > hi)) {
-			if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
+			if (MT_UNLIKELY(not_code(ip)))
+				f++; /* 0, in an empty word */
+			else if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
 				return -1;
 			break; /* the outermost frame, or not a stack we can trust */
 		}
@@ -899,8 +922,6 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 			loaded = (uint8_t)kk;
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
-		if (MT_UNLIKELY(ip - 4096 > IP_MASK - 4096))
-			break;
 		sp = cfa;
 		f--;
 		/* h and bp_live are finish_from's, rbp_cfa the next step's */
