@@ -616,7 +616,7 @@ static void finish_from(struct mt_walk *w, unsigned from)
 {
 	/* in locals: every bool stored through w may alias any field of w for the compiler */
 	struct mt_frame *f = &w->f[from], *end = &w->f[w->n];
-	unsigned j = w->first[from], i = from;
+	size_t j = w->first[from], i = from; /* size_t: no zero extension at every index */
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
@@ -635,11 +635,15 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		w->chk_addr[j] = sp - 8;
 		w->chk_val[j] = ip;
 		j++;
-		if (loaded && live) {
-			w->chk_addr[j] = sp - 8 * loaded;
-			w->chk_val[j++] = bp;
+		if (loaded) { /* this state's bp was loaded: checked if used, not passed on */
+			if (live) {
+				w->chk_addr[j] = sp - 8 * loaded;
+				w->chk_val[j++] = bp;
+			}
+			passes_on = false;
+		} else {
+			passes_on = live;
 		}
-		passes_on = !loaded && live;
 	}
 	w->first[i] = (uint16_t)j;
 }
