@@ -848,9 +848,10 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
 	/*
 	 * step's work, on locals: the state reached, the cache's and the
-	 * stack's bounds, the candidate (the old state cand, its sp in csp).
-	 * Stored through f and the old walk, they were reloaded after every
-	 * store.
+	 * stack's bounds, the candidate (the old state cand). Stored through f
+	 * and the old walk, they were reloaded after every store. The
+	 * candidate's sp is read where it is compared (an operand of the
+	 * compare, as cheap as a register, which the loop lacks).
 	 */
 	const _Atomic uint64_t *words =
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
@@ -863,15 +864,14 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
 	/* w->f[-1] is w->below, whose sp UINTPTR_MAX says no candidate is left */
 	const struct mt_frame *cand = old + w->n - 1;
-	uintptr_t csp = cand->sp;
 	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
 	struct mt_frame *f = top, *const last = top - (max - 1);
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		while (csp < sp)
-			csp = (--cand)->sp;
-		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
+		while (cand->sp < sp)
+			cand--;
+		if (MT_UNLIKELY(cand->sp == sp) && cand->ip == ip && cand < changed &&
 		    (!cand->bp_live || cand->bp == bp)) {
 			int c = words_changed(w, (unsigned)(cand - old));
 			if (c < 0) {
