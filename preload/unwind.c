@@ -47,11 +47,14 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
  * A cache word: bits 0-47 the return address, bit 48 CFA base (0 rsp, 1 rbp),
  * bits 49-60 CFA offset / 8, bits 61-63 where rbp is saved (k: at CFA - 8k;
  * 0: not saved). CFA offset 0 marks the outermost frame (return address
- * undefined); CFA offset field 0xfff, a frame only libunwind can step.
+ * undefined) and, with k 7, a frame only libunwind can step: both are CFA =
+ * rsp, which fails walk's test of the CFA (it must be above sp), so that the
+ * loop tests for neither. Offsets from 8 * OFF_LIMIT up are libunwind's too.
  */
 #define IP_MASK        ((1ull << 48) - 1)
 #define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
-#define LIBUNWIND_ONLY 0xfffull
+#define OFF_LIMIT      0xfff
+#define LIBUNWIND_ONLY (7ull << 61)
 
 /*
  * The cache is direct-mapped, 2^12 words (32 KiB) at first: a small program
@@ -392,7 +395,7 @@ static uint64_t compute_rule(uint64_t ip)
 	if (s.ra.kind == UNDEFINED)
 		return ip; /* outermost: CFA offset 0 */
 	if ((s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off <= 0 || s.cfa_off % 8 ||
-	    s.cfa_off >= (int64_t)(8 * LIBUNWIND_ONLY) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
+	    s.cfa_off >= (int64_t)(8 * OFF_LIMIT) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
 		return 0;
 	uint64_t k = 0;
 	if (s.rbp.kind == AT_OFFSET) {
@@ -500,13 +503,21 @@ struct mt_walk {
 	unsigned n;
 	uint32_t gen;
 	bool truncated; /* stopped at the frame limit, not at the outermost frame */
+	/*
+	 * f[-1] as walk's candidate search sees it: sp UINTPTR_MAX, above every
+	 * state, ends the search with no test of its own (set by mt_area_get)
+	 */
+	struct mt_frame below;
 	struct mt_frame f[WALK_MAX];
-	uintptr_t chk_val[2 * WALK_MAX];
+	_Alignas(16) uintptr_t chk_val[2 * WALK_MAX];
 	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
+_Static_assert(offsetof(struct mt_walk, f) ==
+                       offsetof(struct mt_walk, below) + sizeof(struct mt_frame),
+               "below is f[-1]");
 
 /*
  * libgcc takes its object_mutex around a malloc while it sorts the FDEs of
@@ -605,7 +616,7 @@ static void finish_from(struct mt_walk *w, unsigned from)
 {
 	/* in locals: every bool stored through w may alias any field of w for the compiler */
 	struct mt_frame *f = &w->f[from], *end = &w->f[w->n];
-	unsigned j = w->first[from], i = from;
+	size_t j = w->first[from], i = from; /* size_t: no zero extension at every index */
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
@@ -624,11 +635,15 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		w->chk_addr[j] = sp - 8;
 		w->chk_val[j] = ip;
 		j++;
-		if (loaded && live) {
-			w->chk_addr[j] = sp - 8 * loaded;
-			w->chk_val[j++] = bp;
+		if (loaded) { /* this state's bp was loaded: checked if used, not passed on */
+			if (live) {
+				w->chk_addr[j] = sp - 8 * loaded;
+				w->chk_val[j++] = bp;
+			}
+			passes_on = false;
+		} else {
+			passes_on = live;
 		}
-		passes_on = !loaded && live;
 	}
 	w->first[i] = (uint16_t)j;
 }
@@ -643,6 +658,7 @@ struct mt_area *mt_area_get(struct mt_thread *t)
 			return NULL;
 		t->area = (struct mt_area *)p;
 		t->area->walk = (struct mt_walk *)(p + sizeof(struct mt_area));
+		t->area->walk->below.sp = UINTPTR_MAX;
 		mt_ids_init(t->area);
 	}
 	return t->area;
@@ -659,6 +675,12 @@ void mt_area_release(struct mt_thread *t)
 
 enum step { STEP_NEXT, STEP_END, STEP_LIBUNWIND };
 
+/* A word read as a return address that cannot be one: the walk ends before it. */
+static inline bool not_code(uintptr_t ip)
+{
+	return ip - 4096 > IP_MASK - 4096;
+}
+
 /*
  * Slow path: ip's rule is not in its slot; computed and stored there. 0
  * when the walk must go to libunwind before asking (seen/nseen: the states
@@ -674,7 +696,7 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
 	int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
 	r = compute_rule(ip);
 	if (!r)
-		r = ip | LIBUNWIND_ONLY << 49;
+		r = ip | LIBUNWIND_ONLY;
 	atomic_store_explicit(s, r, memory_order_relaxed);
 	rule_made();
 	errno = err;
@@ -700,10 +722,8 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 	if (MT_UNLIKELY((r & IP_MASK) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
 		return STEP_LIBUNWIND;
 	off = OFF_FIELD(r);
-	if (MT_UNLIKELY(off == LIBUNWIND_ONLY))
-		return STEP_LIBUNWIND;
-	if (MT_UNLIKELY(!off))
-		return STEP_END; /* outermost frame */
+	if (MT_UNLIKELY(!off)) /* outermost frame, or libunwind's */
+		return r == (f->ip | LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
 	f->rbp_cfa = r >> 48 & 1;
 	cfa = (f->rbp_cfa ? f->bp : f->sp) + off * 8;
 	if (MT_UNLIKELY(cfa <= f->sp || cfa > t->stack_hi))
@@ -718,7 +738,7 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 		next->loaded = (uint8_t)k;
 	}
 	next->ip = *(const uintptr_t *)(cfa - 8);
-	return MT_UNLIKELY(next->ip < 4096 || next->ip > IP_MASK) ? STEP_END : STEP_NEXT;
+	return MT_UNLIKELY(not_code(next->ip)) ? STEP_END : STEP_NEXT;
 }
 
 /*
@@ -828,9 +848,10 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	        atomic_load_explicit(&rules, memory_order_acquire); /* pairs with rule_made */
 	/*
 	 * step's work, on locals: the state reached, the cache's and the
-	 * stack's bounds, the candidate (the old state cand, its sp in csp).
-	 * Stored through f and the old walk, they were reloaded after every
-	 * store.
+	 * stack's bounds, the candidate (the old state cand). Stored through f
+	 * and the old walk, they were reloaded after every store. The
+	 * candidate's sp is read where it is compared (an operand of the
+	 * compare, as cheap as a register, which the loop lacks).
 	 */
 	const _Atomic uint64_t *words =
 	        (const _Atomic uint64_t *)(cache & ~(uintptr_t)RULE_BITS_FIELD);
@@ -841,21 +862,16 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	bool was_truncated = w->truncated, dropped = false;
 	const struct mt_frame *old = w->f;
 	const struct mt_frame *changed = old + w->n; /* candidates at or above changed fail */
-	const struct mt_frame *cand = w->n ? old + w->n - 1 : old;
-	uintptr_t csp = w->n ? cand->sp : UINTPTR_MAX; /* UINTPTR_MAX: no candidate left */
+	/* w->f[-1] is w->below, whose sp UINTPTR_MAX says no candidate is left */
+	const struct mt_frame *cand = old + w->n - 1;
 	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
 	struct mt_frame *f = top, *const last = top - (max - 1);
 
 	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
 	for (;;) {
-		while (csp < sp) {
-			if (cand == old) {
-				csp = UINTPTR_MAX;
-				break;
-			}
-			csp = (--cand)->sp;
-		}
-		if (MT_UNLIKELY(csp == sp) && cand->ip == ip && cand < changed &&
+		while (cand->sp < sp)
+			cand--;
+		if (MT_UNLIKELY(cand->sp == sp) && cand->ip == ip && cand < changed &&
 		    (!cand->bp_live || cand->bp == bp)) {
 			int c = words_changed(w, (unsigned)(cand - old));
 			if (c < 0) {
@@ -866,7 +882,10 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 			changed = old + c;
 		}
 		if (f == last) {
-			f->rbp_cfa = false;
+			if (MT_UNLIKELY(not_code(ip)))
+				f++; /* the state is not one, see below */
+			else
+				f->rbp_cfa = false;
 			break;
 		}
 		_Atomic uint64_t *s =
@@ -875,29 +894,38 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		uintptr_t cfa, off, kk;
 		uint8_t loaded = 0;
 
-		if (MT_UNLIKELY((r & IP_MASK) != ip) &&
-		    !(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
-			return -1;
-		off = OFF_FIELD(r);
-		if (MT_UNLIKELY(off - 1 >= LIBUNWIND_ONLY - 1)) {
-			if (off == LIBUNWIND_ONLY)
+		/*
+		 * A return address that cannot be one (below 4096 or above IP_MASK)
+		 * ends the walk before the state it was loaded into, as step's test
+		 * does; tested here, where only such an address can come (it is in
+		 * no cache word, and 0 reads an empty one as the outermost rule), not
+		 * at every load.
+		 */
+		if (MT_UNLIKELY((r & IP_MASK) != ip)) {
+			if (MT_UNLIKELY(not_code(ip))) {
+				f++;
+				break;
+			}
+			if (!(r = rule_miss(s, ip, f, (unsigned)(top - f) + 1)))
 				return -1;
-			f->rbp_cfa = false;
-			break; /* outermost frame */
 		}
+		off = OFF_FIELD(r);
 		/* set here for every state but the last, and where the walk stops after it */
 		f->rbp_cfa = (bool)(r >> 48 & 1);
 		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
-		if (MT_UNLIKELY(cfa <= sp || cfa > hi))
-			break; /* not a stack we can trust */
+		if (MT_UNLIKELY(cfa <= sp || cfa > hi)) {
+			if (MT_UNLIKELY(not_code(ip)))
+				f++; /* 0, in an empty word */
+			else if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
+				return -1;
+			break; /* the outermost frame, or not a stack we can trust */
+		}
 		kk = r >> 61;
 		if (kk && cfa - 8 * kk >= lo) {
 			bp = *(const uintptr_t *)(cfa - 8 * kk);
 			loaded = (uint8_t)kk;
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
-		if (MT_UNLIKELY(ip - 4096 > IP_MASK - 4096))
-			break;
 		sp = cfa;
 		f--;
 		/* h and bp_live are finish_from's, rbp_cfa the next step's */
