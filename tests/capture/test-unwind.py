@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """memtrace's own stack walker gives exactly the stacks libunwind gives, for
 a program whose frames are of every kind the walker meets
-(programs/frames.c) and for a workload of 1000 call paths."""
+(programs/frames.c) and for a workload of 1000 call paths; where a return
+address is not code (programs/bad-return.c) it ends the stack there, where
+libunwind names the word as a frame."""
 import os
 import re
 import shutil
@@ -56,7 +58,27 @@ def test_thousand_call_paths():
     check(len(found) >= 1000, f"only {len(found)} distinct stacks, the workload has 1000 paths")
 
 
+def test_return_address_not_code():
+    """21 allocations in target, each under a made-up return address (0 to ~0): the program
+    runs as untraced, and each stack is target alone, with no frame outside a module."""
+    d = workdir()
+    trace = os.path.join(d, "t.bin")
+    argv = [program("bad-return")]
+    plain, traced = run(argv), run_traced(argv, trace)
+    check((traced.returncode, traced.stdout) == (plain.returncode, plain.stdout) == (0, b"ok\n"),
+          f"traced {traced.returncode} {traced.stdout!r}, plain {plain.returncode} {plain.stdout!r}")
+    out = run([BIN, "dump", trace]).stdout.decode()
+    ids = re.findall(r"ALLOC malloc 0x[0-9a-f]+ size 24 stack (\d+)", out)
+    check(len(ids) == 21, f"{len(ids)} allocations of 24 bytes, not 21")
+    found = {s for s in stacks(trace) if any(name == "bad-return" for name, _ in s)}
+    used = {tuple(f.split()) for f in re.findall(r"STACK id (?:%s) gen \d+ frames \d+ (.*)" % "|".join(set(ids)), out)}
+    check(all(len(f) == 1 for f in used), f"stacks of target with more than its frame: {used}")
+    check(all(name != "?" for s in found for name, _ in s), f"a frame outside every module: {found}")
+    shutil.rmtree(d)
+
+
 main({
     "every_kind_of_frame": test_every_kind_of_frame,
     "thousand_call_paths": test_thousand_call_paths,
+    "return_address_not_code": test_return_address_not_code,
 })
