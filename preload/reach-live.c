@@ -386,6 +386,22 @@ static const struct mt_chunk_header *chunk_at(const uint8_t *file, uint64_t size
  * or, when it kept no list, every chunk of the file in file order, as the
  * analyzer walks them. *visited: how many.
  */
+/*
+ * The pages of a chunk read through leave the copy's RSS at once (they stay
+ * in the page cache): mapped to the end, a trace of 11 GB took the copy of
+ * an exiting bench-small to 10.9 GB of RSS, which a job's accounting of its
+ * peak counts. From LET_GO_BACK before the chunk: a fault maps the pages
+ * around it that the page cache holds, those of the chunk before too, which
+ * was let go already (39 MB left of a 222 MB trace without it).
+ */
+#define LET_GO_BACK (2ull << 20)
+static void let_go(const uint8_t *file, uint64_t off, uint64_t end)
+{
+	uint64_t from = off > LET_GO_BACK ? off - LET_GO_BACK : 0;
+
+	syscall(SYS_madvise, file + from, end - from, MADV_DONTNEED);
+}
+
 static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
                        chunk_fn fn, void *ctx, uint64_t *visited)
 {
@@ -403,6 +419,7 @@ static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uin
 			++*visited;
 			if (!fn(ctx, h, file + off + sizeof(*h), file + end))
 				return false;
+			let_go(file, off, end);
 		}
 		return true;
 	}
@@ -418,6 +435,7 @@ static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uin
 		++*visited;
 		if (!fn(ctx, h, file + off + sizeof(*h), file + end))
 			return false;
+		let_go(file, off, end);
 		off += h->size;
 	}
 	return true;
