@@ -841,22 +841,27 @@ int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, str
 	return open_bytes(t, data, size, false, err);
 }
 
+/*
+ * The kernel maps the pages around a fault that the page cache holds (its
+ * fault_around_bytes, 64 KiB), so reading a chunk maps some of its
+ * neighbours' pages too, which their own release, done or to come, does not
+ * reach: 33 MB of a 222 MB trace stayed mapped without the margin, 2.4 GB of
+ * 11 GB. A neighbour still being read maps its pages again.
+ */
+#define RELEASE_NEAR (64u << 10)
 void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len)
 {
-	static long page;
-	uint64_t start, end;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start, end;
+	uint64_t near = page > RELEASE_NEAR ? page : RELEASE_NEAR;
 
 	if (!t->mapped || offset >= t->size)
 		return;
-	if (!page)
-		page = sysconf(_SC_PAGESIZE);
 	if (len > t->size - offset)
 		len = t->size - offset;
-	/* the whole pages inside: a page at either end may hold a neighbour's bytes too */
-	start = (offset + (uint64_t)page - 1) & ~((uint64_t)page - 1);
-	end = (offset + len) & ~((uint64_t)page - 1);
-	if (end > start)
-		madvise((void *)(uintptr_t)(t->data + start), end - start, MADV_DONTNEED);
+	start = offset > near ? (offset - near) & ~(near - 1) : 0;
+	end = (offset + len + 2 * near - 1) & ~(near - 1);
+	madvise((void *)(uintptr_t)(t->data + start), (end < t->size ? end : t->size) - start,
+	        MADV_DONTNEED);
 }
 
 /*

@@ -342,10 +342,11 @@ int mt_reader_open(struct mt_trace *t, const char *path, struct mt_error *err);
 int mt_reader_open_memory(struct mt_trace *t, const void *data, size_t size, struct mt_error *err);
 void mt_reader_close(struct mt_trace *t);
 /*
- * The file's bytes [offset, offset + len) are not needed again soon: the
- * pages wholly inside leave the process (a mapped file's pages are read
- * back from the page cache if they are touched again), so that what the
- * reader's process holds does not grow with the trace it reads.
+ * The file's bytes [offset, offset + len) are not needed again soon: their
+ * pages, and the 64 KiB of pages on each side, leave the process (a mapped
+ * file's pages are read back from the page cache if they are touched again),
+ * so that what the reader's process holds does not grow with the trace it
+ * reads.
  */
 void mt_reader_release(const struct mt_trace *t, uint64_t offset, uint64_t len);
 /*
