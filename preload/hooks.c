@@ -107,14 +107,41 @@ static __attribute__((noinline)) void *traced_malloc_any(size_t size)
 	return p;
 }
 
+/* mt_traced_malloc's failure (p NULL): recorded, errno kept. */
+static __attribute__((noinline)) void *malloc_failed(size_t size)
+{
+	int err = errno;
+
+	mt_rec_fail(MT_FN_MALLOC, size, err);
+	mt_leave(err);
+	return NULL;
+}
+
+/* mt_traced_malloc's record where the chunk is short of room (a new chunk). */
+static __attribute__((noinline)) void *malloc_recorded(void *p, size_t size, uint64_t now,
+                                                       uint32_t stack)
+{
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+
+	if (rec)
+		mt_put_short_malloc(rec, p, size, now, stack);
+	mt_leave_hot();
+	return p;
+}
+
 /*
  * Full capture with the TSC (mt_plain) takes the way below, with no test of
  * the real function, sampled mode or the clock; any other case jumps to
  * traced_malloc_any (a tail call, as pass.c's to here: its MT_MARK_CALLER
- * sees the program's call).
+ * sees the program's call). Its time is taken after the stack's id, and
+ * what would make a call after that (a new chunk) or before it (a failure)
+ * jumps elsewhere, so that the way keeps only size and p in saved registers.
  */
 void *mt_traced_malloc(size_t size)
 {
+	struct mt_thread *t;
+	uint32_t stack;
+	uint64_t now;
 	void *p;
 
 	if (MT_UNLIKELY(!mt_plain))
@@ -123,14 +150,17 @@ void *mt_traced_malloc(size_t size)
 		return mt_real.malloc(size);
 	MT_MARK_CALLER();
 	p = mt_real.malloc(size);
-	if (MT_LIKELY(p)) {
-		mt_rec_short_malloc(p, size, mt_now_plain(true));
-		mt_leave_hot();
-	} else {
-		int err = errno;
-		mt_rec_fail(MT_FN_MALLOC, size, err);
-		mt_leave(err);
-	}
+	if (MT_UNLIKELY(!p))
+		return malloc_failed(size);
+	stack = mt_stack_current();
+	now = mt_now_plain(true);
+	t = &mt_self;
+	if (MT_UNLIKELY((size_t)(t->end - t->pos) < MT_HOT_RECORD_MAX))
+		return malloc_recorded(p, size, now, stack);
+	if (!t->pos) /* as in mt_room: NULL only with end */
+		__builtin_unreachable();
+	mt_put_short_malloc(t->pos, p, size, now, stack);
+	mt_leave_hot();
 	return p;
 }
 
