@@ -7,7 +7,7 @@
  * block is given back, allocations after they return, so that in the trace
  * an address is never handed out again before its free. The malloc family's
  * exported functions are in pass.c, with sampled mode's pass; here are the
- * traced halves they jump to (mt_traced_*).
+ * traced halves they jump to (mt_traced_*), but free's (traced-free.c).
  *
  * Context: hot path, any thread, any time from the loader's first malloc to
  * the last free of exit.
@@ -82,7 +82,7 @@ int mt_pass_failed_r(unsigned fn, size_t size, int error)
  * comes while that is under way (dlsym's own calloc) finds them still
  * unknown and is served from the bootstrap arena.
  */
-void *mt_traced_malloc(size_t size)
+static __attribute__((noinline)) void *traced_malloc_any(size_t size)
 {
 	void *p;
 
@@ -97,7 +97,7 @@ void *mt_traced_malloc(size_t size)
 	p = mt_real.malloc(size);
 	if (MT_LIKELY(p)) {
 		if (mt_sample_take(p, size))
-			mt_rec_short_malloc(p, size);
+			mt_rec_short_malloc(p, size, mt_now());
 		mt_leave_hot();
 	} else {
 		int err = errno;
@@ -107,41 +107,61 @@ void *mt_traced_malloc(size_t size)
 	return p;
 }
 
-/*
- * free in sampled mode: recorded when p's allocation was (as mt_sample_forget
- * says). The real free under the guard even when p's home is empty (the
- * pass closed, or emptied since free's test): see pass.c's pass_enter.
- */
-static __attribute__((noinline)) void sampled_free(void *p)
+/* mt_traced_malloc's failure (p NULL): recorded, errno kept. */
+static __attribute__((noinline)) void *malloc_failed(size_t size)
 {
-	if (!mt_enter()) {
-		mt_real.free(p);
-		return;
-	}
-	if (mt_sample_forget(p))
-		mt_rec_short_free(p);
-	mt_real.free(p);
-	mt_leave_hot();
+	int err = errno;
+
+	mt_rec_fail(MT_FN_MALLOC, size, err);
+	mt_leave(err);
+	return NULL;
 }
 
-/* Full capture's free tests sampled mode once (the compiler could not keep one test for two). */
-void mt_traced_free(void *p)
+/* mt_traced_malloc's record where the chunk is short of room (a new chunk). */
+static __attribute__((noinline)) void *malloc_recorded(void *p, size_t size, uint64_t now,
+                                                       uint32_t stack)
 {
-	if (MT_UNLIKELY(!p || mt_bootstrap_owns(p)))
-		return;
-	if (MT_UNLIKELY(!mt_real.free))
-		mt_real_resolve();
-	if (MT_UNLIKELY(mt_config.sampling)) {
-		sampled_free(p);
-		return;
-	}
-	if (!mt_enter()) {
-		mt_real.free(p);
-		return;
-	}
-	mt_rec_short_free(p);
-	mt_real.free(p);
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+
+	if (rec)
+		mt_put_short_malloc(rec, p, size, now, stack);
 	mt_leave_hot();
+	return p;
+}
+
+/*
+ * Full capture with the TSC (mt_plain) takes the way below, with no test of
+ * the real function, sampled mode or the clock; any other case jumps to
+ * traced_malloc_any (a tail call, as pass.c's to here: its MT_MARK_CALLER
+ * sees the program's call). Its time is taken after the stack's id, and
+ * what would make a call after that (a new chunk) or before it (a failure)
+ * jumps elsewhere, so that the way keeps only size and p in saved registers.
+ */
+void *mt_traced_malloc(size_t size)
+{
+	struct mt_thread *t;
+	uint32_t stack;
+	uint64_t now;
+	void *p;
+
+	if (MT_UNLIKELY(!mt_plain))
+		return traced_malloc_any(size);
+	if (!mt_enter())
+		return mt_real.malloc(size);
+	MT_MARK_CALLER();
+	p = mt_real.malloc(size);
+	if (MT_UNLIKELY(!p))
+		return malloc_failed(size);
+	stack = mt_stack_current();
+	now = mt_now_plain(true);
+	t = &mt_self;
+	if (MT_UNLIKELY((size_t)(t->end - t->pos) < MT_HOT_RECORD_MAX))
+		return malloc_recorded(p, size, now, stack);
+	if (!t->pos) /* as in mt_room: NULL only with end */
+		__builtin_unreachable();
+	mt_put_short_malloc(t->pos, p, size, now, stack);
+	mt_leave_hot();
+	return p;
 }
 
 void *mt_traced_calloc(size_t n, size_t size)

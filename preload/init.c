@@ -33,6 +33,7 @@ static _Atomic bool stopped; /* tracing stopped in this process (or the one it w
 static bool started;         /* tracing was on in this process (or the one it was cloned from) */
 
 bool mt_use_tsc;
+bool mt_plain;
 
 uint64_t mt_monotonic_ns(void)
 {
@@ -229,6 +230,7 @@ void mt_init(void)
 		goto out;
 	}
 	mt_use_tsc = tsc_usable();
+	mt_plain = mt_use_tsc && !mt_config.sampling && mt_real.malloc && mt_real.free;
 	mt_pid = getpid();
 	token = getenv("MEMTRACE_TREE");
 	r = token ? mt_writer_join(token) : -ENOENT;

@@ -164,6 +164,14 @@ static inline uint64_t mt_rdtsc(bool fenced)
 #endif
 
 /*
+ * Full capture with the TSC as the clock, the real malloc and free known:
+ * set by mt_init before tracing is first on, never cleared (neither sampled
+ * mode nor the clock changes within a process; a fork child keeps both).
+ * The traced malloc and free test this one byte where they tested the three.
+ */
+MT_HIDDEN extern bool mt_plain;
+
+/*
  * Now, in the trace's ticks (trace-format.h, enum mt_clock), for an event
  * that has happened: the allocation returned. lfence makes the counter read
  * wait until every earlier instruction is done, so the time is never before
@@ -192,6 +200,17 @@ static inline uint64_t mt_now_before(void)
 		return mt_rdtsc(false);
 #endif
 	return mt_monotonic_ns();
+}
+
+/* mt_now (fenced) or mt_now_before, where mt_plain says the TSC is the clock: no test of it. */
+static inline uint64_t mt_now_plain(bool fenced)
+{
+#if defined(__x86_64__)
+	return mt_rdtsc(fenced);
+#else
+	(void)fenced;
+	return mt_monotonic_ns(); /* not reached: mt_plain is never set */
+#endif
 }
 
 /*
@@ -720,23 +739,19 @@ static inline bool mt_home_empty(const void *p)
 /*
  * malloc's record, a short one (trace-format.h): its stack as a step from
  * the chunk's stack register, or none at all when it is the register's (a
- * loop allocating from one place). The register is read after mt_room,
- * which may have begun a new chunk (and so a register at 0). Inline, as
- * the interposed malloc's whole recording (the call to a record writer and
- * its saved registers cost 13 instructions a malloc). Hot path, after the
- * block is allocated.
+ * loop allocating from one place). mt_put_short_malloc writes it at rec,
+ * from mt_room: the register is read after mt_room, which may have begun a
+ * new chunk (and so a register at 0). Inline, as the interposed malloc's
+ * whole recording (the call to a record writer and its saved registers cost
+ * 13 instructions a malloc). Hot path, after the block is allocated; now is
+ * mt_now's (or mt_now_plain(true)).
  */
-static inline void mt_rec_short_malloc(void *p, uint64_t size)
+static inline __attribute__((always_inline)) void
+mt_put_short_malloc(uint8_t *rec, void *p, uint64_t size, uint64_t now, uint32_t stack)
 {
-	uint64_t now = mt_now();
-	uint32_t stack = mt_stack_current();
-	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+	uint32_t last = mt_self.stack;
 	uint8_t *q;
-	uint32_t last;
 
-	if (MT_UNLIKELY(!rec))
-		return;
-	last = mt_self.stack;
 	mt_self.stack = stack;
 	q = mt_put_time(rec + 1, now);
 	q = mt_put_addr(q, (uintptr_t)p);
@@ -749,28 +764,43 @@ static inline void mt_rec_short_malloc(void *p, uint64_t size)
 	mt_commit_short(rec, MT_REC_SHORT_MALLOC, q);
 }
 
+static inline __attribute__((always_inline)) void mt_rec_short_malloc(void *p, uint64_t size,
+                                                                      uint64_t now)
+{
+	uint32_t stack = mt_stack_current();
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+
+	if (MT_LIKELY(rec))
+		mt_put_short_malloc(rec, p, size, now, stack);
+}
+
 /*
  * free's record, a short one (trace-format.h): inline, as the interposed
  * free's whole recording (a call and its saved registers were a fifth of
- * it). Hot path, before the block is given back.
+ * it). Hot path, before the block is given back; now is mt_now_before's
+ * (or mt_now_plain(false)).
  */
-static inline void mt_rec_short_free(void *p)
+static inline __attribute__((always_inline)) void mt_put_short_free(uint8_t *rec, void *p,
+                                                                    uint64_t now)
 {
-	uint64_t now = mt_now_before();
-	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
-	uint8_t *q;
+	uint8_t *q = mt_put_time(rec + 1, now);
 
-	if (MT_UNLIKELY(!rec))
-		return;
-	q = mt_put_time(rec + 1, now);
 	q = mt_put_addr(q, (uintptr_t)p);
 	mt_commit_short(rec, MT_REC_SHORT_FREE, q);
 }
 
+static inline __attribute__((always_inline)) void mt_rec_short_free(void *p, uint64_t now)
+{
+	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
+
+	if (MT_LIKELY(rec))
+		mt_put_short_free(rec, p, now);
+}
+
 /*
- * hooks.c: the traced halves of the malloc family, which pass.c's exported
- * functions jump to (a tail call: the program's return address and frame
- * pointer stay where MT_MARK_CALLER finds them).
+ * hooks.c (free's: traced-free.c): the traced halves of the malloc family,
+ * which pass.c's exported functions jump to (a tail call: the program's
+ * return address and frame pointer stay where MT_MARK_CALLER finds them).
  */
 MT_HIDDEN void *mt_traced_malloc(size_t size);
 MT_HIDDEN void mt_traced_free(void *p);
