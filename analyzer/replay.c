@@ -140,9 +140,6 @@ struct live {
 	 */
 	uint64_t *young;
 	uint32_t nyoung, young_cap;
-	uint8_t removed_kind;    /* the kind of the block host_remove last found */
-	uint64_t removed_size;   /* and its size */
-	uint32_t removed_blocks; /* and the blocks it stood for */
 };
 
 struct mt_instance_priv {
@@ -1029,11 +1026,13 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
  * checkpoints.n and moves every position the growth figures follow, so one
  * comparison says whether its cold part is behind. A lean replay takes no
  * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
- * Inline: its call cost a tenth of an event's instructions.
+ * Inline: its call cost a tenth of an event's instructions. freed: the change
+ * takes a block away (a constant where inlined).
  */
-static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
                                                             int64_t dbytes, int64_t dblocks,
-                                                            uint64_t allocs, uint64_t alloc_bytes)
+                                                            uint64_t allocs, uint64_t alloc_bytes,
+                                                            bool freed)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
@@ -1068,13 +1067,24 @@ static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *
 		uint64_t traced =
 		        in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes;
 		p->traced_before_last = traced - (uint64_t)dbytes;
-		/* the first change after a sample: an allocation RSS may already have held */
-		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
+		/*
+		 * The first change after a sample: an allocation RSS may already have held. A
+		 * block freed leaves less than the sample's traced_max, or than a change since
+		 * the sample (traced_fold takes the most of both): neither is compared.
+		 */
+		if (!freed && p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
-		if (p->traced_most < traced)
+		if (!freed && p->traced_most < traced)
 			p->traced_most = traced;
 	}
+}
+
+static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes)
+{
+	adjust_by(in, i, dbytes, dblocks, allocs, alloc_bytes, false);
 }
 
 static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
@@ -1429,35 +1439,37 @@ static int young_add(struct live *l, uint64_t key, struct host_block *h)
 	return 0;
 }
 
-static inline __attribute__((always_inline)) int host_remove(struct mt_instance *in, struct live *l,
-                                                             uint64_t addr, bool *found)
+/*
+ * Takes the block at addr out of the live set, if there: its kind, size and
+ * blocks go into *out, kept in registers by the caller it is inlined into.
+ */
+static inline __attribute__((always_inline)) bool host_remove(struct mt_instance *in,
+                                                              struct live *l, uint64_t addr,
+                                                              struct block_val *out,
+                                                              enum mt_kind *out_kind)
 {
 	struct host_block h;
-	struct block_val copy;
 	struct big_block big;
 	enum mt_kind kind;
 	bool young;
 
-	*found = mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h));
-	if (!*found)
-		return 0;
+	if (!mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h)))
+		return false;
 	young = h.stat & HOST_YOUNG;
 	h.stat &= ~HOST_YOUNG;
-	copy = (struct block_val){h.size, h.stat, 1};
+	*out = (struct block_val){h.size, h.stat, 1};
 	if (h.size == HOST_BIG && mt_map_take(&l->big, addr, &big))
-		copy = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
-	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
-	l->removed_kind = kind;
-	l->removed_size = copy.size;
-	l->removed_blocks = copy.blocks;
+		*out = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
+	kind = (enum mt_kind)in->priv->hot[out->stat].kind;
+	*out_kind = kind;
 	if (!young && kind == MT_KIND_HOST && keeps_pages(in))
-		mt_heap_pages_remove(&l->pages, addr, copy.size);
+		mt_heap_pages_remove(&l->pages, addr, out->size);
 	/* the youngest block freed: its entry goes (one freed at once costs nothing more) */
 	if (young && l->young[l->nyoung - 1] == addr)
 		l->nyoung--;
-	adjust_at(in, copy.stat, -(int64_t)block_bytes(in, &copy, kind), -(int64_t)copy.blocks, 0,
-	          0);
-	return 0;
+	adjust_by(in, out->stat, -(int64_t)block_bytes(in, out, kind), -(int64_t)out->blocks, 0, 0,
+	          true);
+	return true;
 }
 
 static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
@@ -1622,34 +1634,34 @@ static int event_alloc(struct mt_instance *in, struct live *l, uint64_t fn, uint
 static int event_free(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
                       enum mt_kind kind)
 {
-	bool found;
-	int ret;
+	struct block_val b;
+	enum mt_kind found;
 
 	if (addr == 0)
 		return 0;
-	ret = host_remove(in, l, mt_block_key(fn, addr), &found);
-	in->last_free_size = found ? l->removed_size : 0;
-	if (found)
-		in->kind[l->removed_kind].frees += l->removed_blocks;
-	else
+	if (host_remove(in, l, mt_block_key(fn, addr), &b, &found)) {
+		in->last_free_size = b.size;
+		in->kind[found].frees += b.blocks;
+	} else {
+		in->last_free_size = 0;
 		in->kind[kind].unknown_frees++;
-	return ret;
+	}
+	return 0;
 }
 
 /* A realloc: its old block given back (first_half), or its new one taken. */
 static int event_realloc(struct mt_instance *in, struct live *l, bool first_half, uint64_t old,
                          uint64_t addr, uint64_t size, uint64_t stack)
 {
-	bool found;
-	int ret;
+	struct block_val b;
+	enum mt_kind found;
 
 	if (first_half) {
-		ret = host_remove(in, l, old, &found);
-		if (found)
-			in->kind[MT_KIND_HOST].frees += l->removed_blocks;
+		if (host_remove(in, l, old, &b, &found))
+			in->kind[MT_KIND_HOST].frees += b.blocks;
 		else
 			in->kind[MT_KIND_HOST].unknown_frees++;
-		return ret;
+		return 0;
 	}
 	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
 }
