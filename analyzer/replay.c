@@ -1056,7 +1056,8 @@ static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *
 	k->allocations += allocs;
 	s->bytes_allocated += alloc_bytes;
 	k->bytes_allocated += alloc_bytes;
-	if (k->live_bytes > k->peak_bytes) {
+	/* a block freed makes no peak: every rise was compared */
+	if (!freed && k->live_bytes > k->peak_bytes) {
 		k->peak_bytes = k->live_bytes;
 		k->peak_blocks = k->live_blocks;
 		k->peak_time = p->now;
@@ -1415,25 +1416,31 @@ static int pages_catch_up(struct live *l)
 /* Fewest young blocks caught up at once: a small live set's are caught up this often. */
 #define YOUNG_MIN 4096u
 
+/* Room for one more young block: caught up, or more room. */
+static __attribute__((noinline)) int young_room(struct live *l)
+{
+	uint32_t cap;
+	void *q;
+
+	if (l->nyoung >= YOUNG_MIN && l->nyoung >= l->host.count)
+		return pages_catch_up(l);
+	cap = l->young_cap ? l->young_cap * 2 : YOUNG_MIN;
+	q = cap > l->young_cap ? realloc(l->young, cap * sizeof(*l->young)) : NULL;
+	if (!q)
+		return -ENOMEM;
+	l->young = q;
+	l->young_cap = cap;
+	return 0;
+}
+
 /* The block at key, just made, is young: its pages wait (struct live's young). */
-static int young_add(struct live *l, uint64_t key, struct host_block *h)
+static inline __attribute__((always_inline)) int young_add(struct live *l, uint64_t key,
+                                                           struct host_block *h)
 {
 	int ret;
 
-	if (l->nyoung == l->young_cap) {
-		if (l->nyoung >= YOUNG_MIN && l->nyoung >= l->host.count) {
-			if ((ret = pages_catch_up(l)) < 0)
-				return ret;
-		} else {
-			uint32_t cap = l->young_cap ? l->young_cap * 2 : YOUNG_MIN;
-			void *q = cap > l->young_cap ? realloc(l->young, cap * sizeof(*l->young))
-			                             : NULL;
-			if (!q)
-				return -ENOMEM;
-			l->young = q;
-			l->young_cap = cap;
-		}
-	}
+	if (l->nyoung == l->young_cap && (ret = young_room(l)) < 0)
+		return ret;
 	l->young[l->nyoung++] = key;
 	h->stat |= HOST_YOUNG;
 	return 0;
@@ -1472,14 +1479,12 @@ static inline __attribute__((always_inline)) bool host_remove(struct mt_instance
 	return true;
 }
 
-static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
-                    uint64_t stack, enum mt_kind kind)
+/* host_add of a block that stands for w (a constant where it stands for itself). */
+static inline __attribute__((always_inline)) int host_put(struct mt_instance *in, struct live *l,
+                                                          uint64_t addr, uint64_t size,
+                                                          uint64_t stack, enum mt_kind kind,
+                                                          struct mt_weight w)
 {
-	/* sampled mode: a host block stands for its expected weight; the pages it
-	 * touches say nothing of the unrecorded blocks' (add_sample) */
-	bool sampled = in->sampling && kind == MT_KIND_HOST;
-	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
-	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
 	struct block_val v;
 	uint32_t stat;
@@ -1508,6 +1513,17 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return ret;
 	adjust_at(in, stat, (int64_t)w.bytes, w.blocks, w.blocks, w.bytes);
 	return 0;
+}
+
+static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
+                    uint64_t stack, enum mt_kind kind)
+{
+	/* sampled mode: a host block stands for its expected weight; the pages it
+	 * touches say nothing of the unrecorded blocks' (add_sample) */
+	if (in->sampling && kind == MT_KIND_HOST)
+		return host_put(in, l, addr, size, stack, kind,
+		                mt_sampling_weight(in->sampling, size, addr ^ in->priv->now));
+	return host_put(in, l, addr, size, stack, kind, (struct mt_weight){size, 1});
 }
 
 /* ---- second pass ---- */
