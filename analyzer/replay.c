@@ -1145,6 +1145,11 @@ static void finish_stack_stats(struct mt_instance *in)
 
 /* ---- live set ---- */
 
+static void live_free(struct live *l);
+
+/* The live blocks a replay's live set has room for from the start: 256 slots, 4 KiB. */
+#define LIVE_ROOMY 191u
+
 static struct live *live_new(struct mt_instance_priv *owner)
 {
 	struct live *l = calloc(1, sizeof(*l));
@@ -1157,6 +1162,12 @@ static struct live *live_new(struct mt_instance_priv *owner)
 		mt_map_init(&l->big, sizeof(struct big_block));
 		mt_heap_pages_init(&l->pages);
 		l->owner = owner;
+		/* a replay's small live set a quarter full at most: each event's probe run,
+		 * and a free's shift, about one slot shorter than at 3/4 */
+		if (!owner->lean && mt_map_reserve(&l->host, LIVE_ROOMY) < 0) {
+			live_free(l);
+			return NULL;
+		}
 	}
 	return l;
 }
