@@ -1588,7 +1588,7 @@ static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct m
 #define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
 
 /* The key of the block a unit looks up, or 0 for none. */
-static uint64_t unit_block(const struct mt_unit *u)
+static inline __attribute__((always_inline)) uint64_t unit_block(const struct mt_unit *u)
 {
 	if (u->flags & MT_UNIT_WHOLE)
 		return 0;
@@ -1604,7 +1604,8 @@ static uint64_t unit_block(const struct mt_unit *u)
 }
 
 /* The unit allocates: its stack's entry among the instance's own. */
-static const uint64_t *unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
+static inline __attribute__((always_inline)) const uint64_t *
+unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
 {
 	const struct mt_by_stack *own;
 
