@@ -140,9 +140,6 @@ struct live {
 	 */
 	uint64_t *young;
 	uint32_t nyoung, young_cap;
-	uint8_t removed_kind;    /* the kind of the block host_remove last found */
-	uint64_t removed_size;   /* and its size */
-	uint32_t removed_blocks; /* and the blocks it stood for */
 };
 
 struct mt_instance_priv {
@@ -1029,11 +1026,13 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
  * checkpoints.n and moves every position the growth figures follow, so one
  * comparison says whether its cold part is behind. A lean replay takes no
  * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
- * Inline: its call cost a tenth of an event's instructions.
+ * Inline: its call cost a tenth of an event's instructions. freed: the change
+ * takes a block away (a constant where inlined).
  */
-static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
                                                             int64_t dbytes, int64_t dblocks,
-                                                            uint64_t allocs, uint64_t alloc_bytes)
+                                                            uint64_t allocs, uint64_t alloc_bytes,
+                                                            bool freed)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
@@ -1057,7 +1056,8 @@ static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *
 	k->allocations += allocs;
 	s->bytes_allocated += alloc_bytes;
 	k->bytes_allocated += alloc_bytes;
-	if (k->live_bytes > k->peak_bytes) {
+	/* a block freed makes no peak: every rise was compared */
+	if (!freed && k->live_bytes > k->peak_bytes) {
 		k->peak_bytes = k->live_bytes;
 		k->peak_blocks = k->live_blocks;
 		k->peak_time = p->now;
@@ -1068,13 +1068,24 @@ static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *
 		uint64_t traced =
 		        in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes;
 		p->traced_before_last = traced - (uint64_t)dbytes;
-		/* the first change after a sample: an allocation RSS may already have held */
-		if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
+		/*
+		 * The first change after a sample: an allocation RSS may already have held. A
+		 * block freed leaves less than the sample's traced_max, or than a change since
+		 * the sample (traced_fold takes the most of both): neither is compared.
+		 */
+		if (!freed && p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 			in->samples[in->nsamples - 1].traced_max = traced;
 		p->sample_waits = false;
-		if (p->traced_most < traced)
+		if (!freed && p->traced_most < traced)
 			p->traced_most = traced;
 	}
+}
+
+static inline __attribute__((always_inline)) void adjust_at(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes)
+{
+	adjust_by(in, i, dbytes, dblocks, allocs, alloc_bytes, false);
 }
 
 static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32_t stack,
@@ -1134,6 +1145,11 @@ static void finish_stack_stats(struct mt_instance *in)
 
 /* ---- live set ---- */
 
+static void live_free(struct live *l);
+
+/* The live blocks a replay's live set has room for from the start: 256 slots, 4 KiB. */
+#define LIVE_ROOMY 191u
+
 static struct live *live_new(struct mt_instance_priv *owner)
 {
 	struct live *l = calloc(1, sizeof(*l));
@@ -1146,6 +1162,12 @@ static struct live *live_new(struct mt_instance_priv *owner)
 		mt_map_init(&l->big, sizeof(struct big_block));
 		mt_heap_pages_init(&l->pages);
 		l->owner = owner;
+		/* a replay's small live set a quarter full at most: each event's probe run,
+		 * and a free's shift, about one slot shorter than at 3/4 */
+		if (!owner->lean && mt_map_reserve(&l->host, LIVE_ROOMY) < 0) {
+			live_free(l);
+			return NULL;
+		}
 	}
 	return l;
 }
@@ -1405,69 +1427,75 @@ static int pages_catch_up(struct live *l)
 /* Fewest young blocks caught up at once: a small live set's are caught up this often. */
 #define YOUNG_MIN 4096u
 
+/* Room for one more young block: caught up, or more room. */
+static __attribute__((noinline)) int young_room(struct live *l)
+{
+	uint32_t cap;
+	void *q;
+
+	if (l->nyoung >= YOUNG_MIN && l->nyoung >= l->host.count)
+		return pages_catch_up(l);
+	cap = l->young_cap ? l->young_cap * 2 : YOUNG_MIN;
+	q = cap > l->young_cap ? realloc(l->young, cap * sizeof(*l->young)) : NULL;
+	if (!q)
+		return -ENOMEM;
+	l->young = q;
+	l->young_cap = cap;
+	return 0;
+}
+
 /* The block at key, just made, is young: its pages wait (struct live's young). */
-static int young_add(struct live *l, uint64_t key, struct host_block *h)
+static inline __attribute__((always_inline)) int young_add(struct live *l, uint64_t key,
+                                                           struct host_block *h)
 {
 	int ret;
 
-	if (l->nyoung == l->young_cap) {
-		if (l->nyoung >= YOUNG_MIN && l->nyoung >= l->host.count) {
-			if ((ret = pages_catch_up(l)) < 0)
-				return ret;
-		} else {
-			uint32_t cap = l->young_cap ? l->young_cap * 2 : YOUNG_MIN;
-			void *q = cap > l->young_cap ? realloc(l->young, cap * sizeof(*l->young))
-			                             : NULL;
-			if (!q)
-				return -ENOMEM;
-			l->young = q;
-			l->young_cap = cap;
-		}
-	}
+	if (l->nyoung == l->young_cap && (ret = young_room(l)) < 0)
+		return ret;
 	l->young[l->nyoung++] = key;
 	h->stat |= HOST_YOUNG;
 	return 0;
 }
 
-static inline __attribute__((always_inline)) int host_remove(struct mt_instance *in, struct live *l,
-                                                             uint64_t addr, bool *found)
+/*
+ * Takes the block at addr out of the live set, if there: its kind, size and
+ * blocks go into *out, kept in registers by the caller it is inlined into.
+ */
+static inline __attribute__((always_inline)) bool host_remove(struct mt_instance *in,
+                                                              struct live *l, uint64_t addr,
+                                                              struct block_val *out,
+                                                              enum mt_kind *out_kind)
 {
 	struct host_block h;
-	struct block_val copy;
 	struct big_block big;
 	enum mt_kind kind;
 	bool young;
 
-	*found = mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h));
-	if (!*found)
-		return 0;
+	if (!mt_map_take_small(&l->host, addr, &h, HOST_SHIFT, HOST_VOFF, sizeof(h)))
+		return false;
 	young = h.stat & HOST_YOUNG;
 	h.stat &= ~HOST_YOUNG;
-	copy = (struct block_val){h.size, h.stat, 1};
+	*out = (struct block_val){h.size, h.stat, 1};
 	if (h.size == HOST_BIG && mt_map_take(&l->big, addr, &big))
-		copy = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
-	kind = (enum mt_kind)in->priv->hot[copy.stat].kind;
-	l->removed_kind = kind;
-	l->removed_size = copy.size;
-	l->removed_blocks = copy.blocks;
+		*out = (struct block_val){big.size, h.stat, (uint32_t)big.blocks};
+	kind = (enum mt_kind)in->priv->hot[out->stat].kind;
+	*out_kind = kind;
 	if (!young && kind == MT_KIND_HOST && keeps_pages(in))
-		mt_heap_pages_remove(&l->pages, addr, copy.size);
+		mt_heap_pages_remove(&l->pages, addr, out->size);
 	/* the youngest block freed: its entry goes (one freed at once costs nothing more) */
 	if (young && l->young[l->nyoung - 1] == addr)
 		l->nyoung--;
-	adjust_at(in, copy.stat, -(int64_t)block_bytes(in, &copy, kind), -(int64_t)copy.blocks, 0,
-	          0);
-	return 0;
+	adjust_by(in, out->stat, -(int64_t)block_bytes(in, out, kind), -(int64_t)out->blocks, 0, 0,
+	          true);
+	return true;
 }
 
-static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
-                    uint64_t stack, enum mt_kind kind)
+/* host_add of a block that stands for w (a constant where it stands for itself). */
+static inline __attribute__((always_inline)) int host_put(struct mt_instance *in, struct live *l,
+                                                          uint64_t addr, uint64_t size,
+                                                          uint64_t stack, enum mt_kind kind,
+                                                          struct mt_weight w)
 {
-	/* sampled mode: a host block stands for its expected weight; the pages it
-	 * touches say nothing of the unrecorded blocks' (add_sample) */
-	bool sampled = in->sampling && kind == MT_KIND_HOST;
-	struct mt_weight w = sampled ? mt_sampling_weight(in->sampling, size, addr ^ in->priv->now)
-	                             : (struct mt_weight){size, 1};
 	struct host_block *b;
 	struct block_val v;
 	uint32_t stat;
@@ -1496,6 +1524,17 @@ static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint6
 		return ret;
 	adjust_at(in, stat, (int64_t)w.bytes, w.blocks, w.blocks, w.bytes);
 	return 0;
+}
+
+static int host_add(struct mt_instance *in, struct live *l, uint64_t addr, uint64_t size,
+                    uint64_t stack, enum mt_kind kind)
+{
+	/* sampled mode: a host block stands for its expected weight; the pages it
+	 * touches say nothing of the unrecorded blocks' (add_sample) */
+	if (in->sampling && kind == MT_KIND_HOST)
+		return host_put(in, l, addr, size, stack, kind,
+		                mt_sampling_weight(in->sampling, size, addr ^ in->priv->now));
+	return host_put(in, l, addr, size, stack, kind, (struct mt_weight){size, 1});
 }
 
 /* ---- second pass ---- */
@@ -1549,7 +1588,7 @@ static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct m
 #define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
 
 /* The key of the block a unit looks up, or 0 for none. */
-static uint64_t unit_block(const struct mt_unit *u)
+static inline __attribute__((always_inline)) uint64_t unit_block(const struct mt_unit *u)
 {
 	if (u->flags & MT_UNIT_WHOLE)
 		return 0;
@@ -1565,7 +1604,8 @@ static uint64_t unit_block(const struct mt_unit *u)
 }
 
 /* The unit allocates: its stack's entry among the instance's own. */
-static const uint64_t *unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
+static inline __attribute__((always_inline)) const uint64_t *
+unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
 {
 	const struct mt_by_stack *own;
 
@@ -1622,34 +1662,34 @@ static int event_alloc(struct mt_instance *in, struct live *l, uint64_t fn, uint
 static int event_free(struct mt_instance *in, struct live *l, uint64_t fn, uint64_t addr,
                       enum mt_kind kind)
 {
-	bool found;
-	int ret;
+	struct block_val b;
+	enum mt_kind found;
 
 	if (addr == 0)
 		return 0;
-	ret = host_remove(in, l, mt_block_key(fn, addr), &found);
-	in->last_free_size = found ? l->removed_size : 0;
-	if (found)
-		in->kind[l->removed_kind].frees += l->removed_blocks;
-	else
+	if (host_remove(in, l, mt_block_key(fn, addr), &b, &found)) {
+		in->last_free_size = b.size;
+		in->kind[found].frees += b.blocks;
+	} else {
+		in->last_free_size = 0;
 		in->kind[kind].unknown_frees++;
-	return ret;
+	}
+	return 0;
 }
 
 /* A realloc: its old block given back (first_half), or its new one taken. */
 static int event_realloc(struct mt_instance *in, struct live *l, bool first_half, uint64_t old,
                          uint64_t addr, uint64_t size, uint64_t stack)
 {
-	bool found;
-	int ret;
+	struct block_val b;
+	enum mt_kind found;
 
 	if (first_half) {
-		ret = host_remove(in, l, old, &found);
-		if (found)
-			in->kind[MT_KIND_HOST].frees += l->removed_blocks;
+		if (host_remove(in, l, old, &b, &found))
+			in->kind[MT_KIND_HOST].frees += b.blocks;
 		else
 			in->kind[MT_KIND_HOST].unknown_frees++;
-		return ret;
+		return 0;
 	}
 	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
 }
