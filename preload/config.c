@@ -114,6 +114,20 @@ static void unwinder(void)
 		mt_say("MEMTRACE_UNWIND=%s is not fast or libunwind; using fast", s);
 }
 
+static void clock_choice(void)
+{
+	const char *s = getenv("MEMTRACE_CLOCK");
+
+	mt_config.tsc = true;
+	if (!s || !*s || !strcmp(s, "tsc"))
+		return;
+	if (!strcmp(s, "monotonic"))
+		mt_config.tsc = false;
+	else
+		mt_say("MEMTRACE_CLOCK=%s is not tsc or monotonic; using tsc where the kernel does",
+		       s);
+}
+
 void mt_config_load(void)
 {
 	const char *out = getenv("MEMTRACE_OUTPUT");
@@ -140,4 +154,5 @@ void mt_config_load(void)
 	mt_config.reachability =
 	        !mt_config.sampling && !mt_config.ring && flag("MEMTRACE_REACHABILITY", true);
 	unwinder();
+	clock_choice();
 }

@@ -229,7 +229,7 @@ void mt_init(void)
 		atomic_store(&mt_state, MT_DISABLED);
 		goto out;
 	}
-	mt_use_tsc = tsc_usable();
+	mt_use_tsc = mt_config.tsc && tsc_usable();
 	mt_plain = mt_use_tsc && !mt_config.sampling && mt_real.malloc && mt_real.free;
 	mt_pid = getpid();
 	token = getenv("MEMTRACE_TREE");

@@ -79,6 +79,7 @@ struct mt_config {
 	bool enable;               /* MEMTRACE_ENABLE=0: loaded, but every call passes through */
 	bool trace_mmap;
 	bool fast_unwind;  /* memtrace's own walker (unwind.c), else libunwind throughout */
+	bool tsc;          /* MEMTRACE_CLOCK=monotonic: clock_gettime even where the TSC would do */
 	bool python;       /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
 	uint64_t sampling; /* MEMTRACE_SAMPLING: mean bytes between sampled blocks; 0 = all */

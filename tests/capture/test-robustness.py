@@ -57,13 +57,15 @@ def compare(argv, extra=None, expect_stderr=b"", cwd=None):
 def test_bad_settings_one_line_each():
     trace = compare([program("leaker"), "10", "10"],
                     extra={"MEMTRACE_DEPTH": "abc", "MEMTRACE_INTERVAL_MS": "-5", "MEMTRACE_MMAP": "maybe",
-                           "MEMTRACE_SAMPLING": "64Q", "MEMTRACE_SEED": "x1"},
+                           "MEMTRACE_SAMPLING": "64Q", "MEMTRACE_SEED": "x1", "MEMTRACE_CLOCK": "hpet"},
                     expect_stderr=b"memtrace: MEMTRACE_DEPTH=abc is not a number from 1 to 256; using 64\n"
                                   b"memtrace: MEMTRACE_INTERVAL_MS=-5 is not a number from 0 to 3600000; using 10\n"
                                   b"memtrace: MEMTRACE_MMAP=maybe is not 0 or 1; using 1\n"
                                   b"memtrace: MEMTRACE_SAMPLING=64Q is not a number of bytes (K, M or G allowed) "
                                   b"up to 1G; recording every block\n"
-                                  b"memtrace: MEMTRACE_SEED=x1 is not an unsigned number; seeding from the clock\n")
+                                  b"memtrace: MEMTRACE_SEED=x1 is not an unsigned number; seeding from the clock\n"
+                                  b"memtrace: MEMTRACE_CLOCK=hpet is not tsc or monotonic; using tsc where the "
+                                  b"kernel does\n")
     (p,) = dump_summary(trace)["processes"]
     check(p["memories"]["host"]["live_blocks"] == 5, f"the trace with defaults is wrong: {p}")
 
