@@ -101,31 +101,17 @@ static void seed(void)
 		mt_say("MEMTRACE_SEED=%s is not an unsigned number; seeding from the clock", s);
 }
 
-static void unwinder(void)
+/* A setting of one of two words: true for the first (or unset), false for the second. */
+static bool one_of(const char *name, const char *first, const char *second, const char *otherwise)
 {
-	const char *s = getenv("MEMTRACE_UNWIND");
+	const char *s = getenv(name);
 
-	mt_config.fast_unwind = true;
-	if (!s || !*s || !strcmp(s, "fast"))
-		return;
-	if (!strcmp(s, "libunwind"))
-		mt_config.fast_unwind = false;
-	else
-		mt_say("MEMTRACE_UNWIND=%s is not fast or libunwind; using fast", s);
-}
-
-static void clock_choice(void)
-{
-	const char *s = getenv("MEMTRACE_CLOCK");
-
-	mt_config.tsc = true;
-	if (!s || !*s || !strcmp(s, "tsc"))
-		return;
-	if (!strcmp(s, "monotonic"))
-		mt_config.tsc = false;
-	else
-		mt_say("MEMTRACE_CLOCK=%s is not tsc or monotonic; using tsc where the kernel does",
-		       s);
+	if (!s || !*s || !strcmp(s, first))
+		return true;
+	if (!strcmp(s, second))
+		return false;
+	mt_say("%s=%s is not %s or %s; %s", name, s, first, second, otherwise);
+	return true;
 }
 
 void mt_config_load(void)
@@ -153,6 +139,7 @@ void mt_config_load(void)
 	 * holds few of them, a ring may have given the early ones back */
 	mt_config.reachability =
 	        !mt_config.sampling && !mt_config.ring && flag("MEMTRACE_REACHABILITY", true);
-	unwinder();
-	clock_choice();
+	mt_config.fast_unwind = one_of("MEMTRACE_UNWIND", "fast", "libunwind", "using fast");
+	mt_config.tsc =
+	        one_of("MEMTRACE_CLOCK", "tsc", "monotonic", "using tsc where the kernel does");
 }
