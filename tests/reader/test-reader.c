@@ -1162,6 +1162,22 @@ static void test_open_skims(void)
 }
 
 /*
+ * A short malloc or free at time whose fields, drawn from r's bits, are 1 to
+ * 10 bytes long: the address a step up or down from *addr, which it moves.
+ */
+static void random_short(struct tb *b, uint64_t r, uint64_t time, uint64_t *addr)
+{
+	uint64_t size = r >> (64 - 1 - (r >> 16) % 40);
+	uint32_t stack = (r >> 22) % 4 == 0 ? 7 : (uint32_t)(r >> (64 - 1 - (r >> 24) % 31));
+
+	*addr += (r >> 9 & 1 ? 1 : -1) * (uint64_t)(r >> (64 - 1 - (r >> 10) % 47) & ~15ull);
+	if (r >> 30 & 1)
+		tb_short_free(b, time, *addr);
+	else
+		tb_short_malloc(b, time, *addr, size, stack);
+}
+
+/*
  * The open's walk reads short records a word or two at a time where the CPU
  * can (BMI2): its figures are mt_cursor_skim's for records whose fields are
  * 1 to 10 bytes long, in every mix (ending in the first word, in the second,
@@ -1182,19 +1198,11 @@ static void test_open_skims_words(void)
 	for (unsigned k = 0; k < 4; k++) {
 		tb_chunk(&b, 1, 100, 100, time);
 		while (b.pos - b.chunk < CHUNK - 40) {
-			uint64_t size, step;
-			uint32_t stack;
+			uint64_t step;
 			r ^= r << 13, r ^= r >> 7, r ^= r << 17;
 			step = (r & 7) == 0 ? 0 : r >> (64 - 1 - (r >> 3) % 40);
 			time = r >> 8 & 1 ? time + step : time - step;
-			addr += (r >> 9 & 1 ? 1 : -1) *
-			        (uint64_t)(r >> (64 - 1 - (r >> 10) % 47) & ~15ull);
-			size = r >> (64 - 1 - (r >> 16) % 40);
-			stack = (r >> 22) % 4 == 0 ? 7 : (uint32_t)(r >> (64 - 1 - (r >> 24) % 31));
-			if (r >> 30 & 1)
-				tb_short_free(&b, time, addr);
-			else
-				tb_short_malloc(&b, time, addr, size, stack);
+			random_short(&b, r, time, &addr);
 		}
 		seal(&b);
 	}
@@ -1357,17 +1365,9 @@ static void test_next_events_words(void)
 	tb_init(&b, CHUNK);
 	tb_chunk(&b, 1, 100, 100, 1000);
 	while (b.pos - b.chunk < CHUNK - 64) {
-		uint64_t size;
-		uint32_t stack;
 		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
 		time += (r & 7) == 0 ? 1 : r >> (64 - 1 - (r >> 3) % 48);
-		addr += (r >> 9 & 1 ? 1 : -1) * (uint64_t)(r >> (64 - 1 - (r >> 10) % 47) & ~15ull);
-		size = r >> (64 - 1 - (r >> 16) % 40);
-		stack = (r >> 22) % 4 == 0 ? 7 : (uint32_t)(r >> (64 - 1 - (r >> 24) % 31));
-		if (r >> 30 & 1)
-			tb_short_free(&b, time, addr);
-		else
-			tb_short_malloc(&b, time, addr, size, stack);
+		random_short(&b, r, time, &addr);
 		n++;
 	}
 	CHECK_EQ(mt_reader_open_memory(&t, b.buf, b.size, &err), 0);
