@@ -39,6 +39,7 @@
 
 #include "grow.h"
 #include "map.h"
+#include "scopes.h"
 #include "symbolize.h"
 
 /* The C++ runtime's demangler; the analyzer links libstdc++ for it. */
@@ -75,6 +76,7 @@ struct object {
 	Dwfl *dwfl; /* NULL: module+offset only */
 	Dwfl_Module *mod;
 	struct mt_map cache; /* offset -> struct cached */
+	struct mt_map units; /* unit DIE address -> struct mt_scopes *, made when first met */
 	uint32_t next;       /* index + 1 of the next object with the same hash */
 	/* the symbol table by address, made on the first symbol lookup */
 	bool ranges_made;
@@ -175,7 +177,7 @@ int mt_symbolizer_new(struct mt_symbolizer **out)
 
 void mt_symbolizer_free(struct mt_symbolizer *s)
 {
-	void *is;
+	void *is, *sc;
 
 	if (!s)
 		return;
@@ -185,6 +187,9 @@ void mt_symbolizer_free(struct mt_symbolizer *s)
 		if (o->dwfl)
 			dwfl_end(o->dwfl);
 		mt_map_free(&o->cache);
+		for (size_t j = 0; mt_map_next(&o->units, &j, &(uint64_t){0}, &sc);)
+			mt_scopes_free(*(struct mt_scopes **)sc);
+		mt_map_free(&o->units);
 		free(o->ranges);
 		free(o->exact);
 		free(o->path);
@@ -442,6 +447,7 @@ static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struc
 	memcpy(o->build_id, m->build_id, m->build_id_len);
 	o->build_id_len = m->build_id_len;
 	mt_map_init(&o->cache, sizeof(struct cached));
+	mt_map_init(&o->units, sizeof(struct mt_scopes *));
 	o->next = created ? 0 : *head;
 	s->objects[s->nobjects++] = o;
 	*head = (uint32_t)s->nobjects;
@@ -615,61 +621,71 @@ static int push_frame(struct mt_symbolizer *s, const char *function, const char 
 	return 0;
 }
 
+/* The scopes of the unit at cudie, indexed on its first look-up; NULL without memory. */
+static struct mt_scopes *unit_scopes(struct object *o, Dwarf_Die *cudie)
+{
+	bool created;
+	struct mt_scopes **sc = mt_map_put(&o->units, (uint64_t)(uintptr_t)cudie->addr, &created);
+
+	if (sc && created && !(*sc = mt_scopes_new(cudie))) {
+		mt_map_del(&o->units, (uint64_t)(uintptr_t)cudie->addr);
+		return NULL;
+	}
+	return sc ? *sc : NULL;
+}
+
 /*
- * The DWARF frames at pc: the concrete scope chain (dwarf_getscopes_die of
- * the innermost scope, as eu-addr2line -i does), innermost first. The
- * innermost frame's position is pc's line; each outer frame's is the call
- * site (DW_AT_call_file/line) of the inlined subroutine just inside it.
- * Returns the number of frames pushed (0: no subprogram holds pc).
+ * The DWARF frames at pc: the concrete scope chain (what dwarf_getscopes_die
+ * of dwarf_getscopes' innermost scope gives, as eu-addr2line -i does; from
+ * the unit's index, scopes.c), innermost first. The innermost frame's
+ * position is pc's line; each outer frame's is the call site
+ * (DW_AT_call_file/line) of the inlined subroutine just inside it. Returns
+ * the number of frames pushed (0: no subprogram holds pc).
  */
 static int dwarf_frames(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc)
 {
-	Dwarf_Die *scopes = NULL, *chain = NULL, cu;
+	Dwarf_Die cu;
 	Dwarf_Addr bias;
 	Dwarf_Die *cudie = dwfl_module_addrdie(o->mod, pc, &bias);
 	Dwarf_Files *files = NULL;
 	Dwfl_Line *dl;
+	struct mt_scopes *sc;
 	const char *file = NULL;
-	int line = 0, nscopes, nchain, pushed = 0, r = 0;
+	int line = 0, pushed = 0, r = 0, i;
 	size_t mark = s->nframes;
 
 	if (!cudie)
 		return 0;
-	nscopes = dwarf_getscopes(cudie, pc - bias, &scopes);
-	if (nscopes <= 0)
-		goto out;
-	nchain = dwarf_getscopes_die(&scopes[0], &chain);
-	if (nchain <= 0)
-		goto out;
+	if (!(sc = unit_scopes(o, cudie)))
+		return -ENOMEM;
+	if ((i = mt_scopes_at(sc, pc - bias)) < 0)
+		return 0;
 	dl = dwfl_module_getsrc(o->mod, pc);
 	if (dl)
 		file = dwfl_lineinfo(dl, &(Dwarf_Addr){0}, &line, NULL, NULL, NULL);
 	if (line < 0)
 		line = 0;
-	for (int i = 0; i < nchain; i++) {
-		int tag = dwarf_tag(&chain[i]);
+	for (; i >= 0; i = mt_scopes_up(sc, i)) {
+		Dwarf_Die *die = mt_scopes_die(sc, i);
+		int tag = mt_scopes_tag(sc, i);
 		Dwarf_Attribute attr;
 		Dwarf_Word val;
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-			continue;
-		r = push_frame(s, die_name(&chain[i]), file, (uint32_t)line,
+		r = push_frame(s, die_name(die), file, (uint32_t)line,
 		               tag == DW_TAG_inlined_subroutine);
 		if (r < 0)
-			goto out;
+			return r;
 		pushed++;
 		if (tag == DW_TAG_subprogram)
 			break;
 		/* Where the frame just pushed was inlined: the next frame's position. */
 		file = NULL;
 		line = 0;
-		if (!files && dwarf_diecu(&chain[i], &cu, NULL, NULL))
+		if (!files && dwarf_diecu(die, &cu, NULL, NULL))
 			dwarf_getsrcfiles(&cu, &files, NULL);
-		if (files &&
-		    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &attr), &val) == 0)
+		if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &val) == 0)
 			file = dwarf_filesrc(files, val, NULL, NULL);
-		if (file &&
-		    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &attr), &val) == 0)
+		if (file && dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &val) == 0)
 			line = (int)val;
 		else
 			file = NULL;
@@ -679,10 +695,7 @@ static int dwarf_frames(struct mt_symbolizer *s, struct object *o, Dwarf_Addr pc
 		s->nframes = mark;
 		pushed = 0;
 	}
-out:
-	free(chain);
-	free(scopes);
-	return r < 0 ? r : pushed;
+	return pushed;
 }
 
 /*
