@@ -54,6 +54,8 @@ struct mt_thread {
 	uint64_t sample_rng; /* sampling.c: xorshift state; 0 until the first draw */
 	bool guard;          /* inside memtrace: interposed calls pass through */
 	bool key_set;        /* the thread-exit destructor is armed */
+	bool stop_said; /* writer.c: this thread wrote the stop record (its chunk had room for one)
+	                 */
 };
 
 extern MT_TLS struct mt_thread mt_self;

@@ -553,6 +553,7 @@ static void stop_record(struct mt_thread *t, int err)
 	q = mt_put_varint(rec + 2, MT_LOST_DISABLED);
 	q = mt_put_varint(q, (uint64_t)err);
 	mt_commit_small(rec, MT_REC_LOST, q);
+	t->stop_said = true;
 }
 
 /*
@@ -565,10 +566,10 @@ void mt_writer_stop_unsaid(void)
 {
 	uint64_t s;
 
-	if (!mt_self.base || mt_process_in_parent_memory() ||
+	if (!mt_self.base || mt_self.stop_said || mt_process_in_parent_memory() ||
 	    !((s = atomic_exchange(&unsaid_stop, 0)) & UNSAID))
 		return;
-	/* this thread never wrote a stop record, so its chunk's room for one is there */
+	/* this thread wrote no stop record, so its chunk's room for one is there */
 	stop_record(&mt_self, (int)(uint32_t)s);
 }
 
@@ -617,15 +618,23 @@ void mt_writer_drop_thread(void)
  * chunk kept for it; one that has no chunk (its first could not be mapped)
  * leaves it to the next thread that gives its chunk back or exits
  * (mt_writer_stop_unsaid), or the trace would read as a process killed.
+ * That note is left before the state says stopped: a thread that finds
+ * tracing stopped and gives its chunk back finds the note too (left after,
+ * while this thread's line waited on a full stderr, a program's last chunk
+ * went without it). It is left only while tracing is on, and kept even if
+ * another thread's stop comes first: a stop did happen, and a second stop
+ * record (from another thread: a chunk has room for one, stop_said) costs
+ * nothing where a missing one says killed.
  */
 static void stop(struct mt_thread *t, const char *why, int err, bool say_err)
 {
-	if (!mt_disable(why, say_err ? err : 0))
-		return;
-	if (t->base)
+	uint64_t none = 0;
+	int state = atomic_load(&mt_state);
+
+	if (!t->base && (state == MT_ON || state == MT_STARTING))
+		atomic_compare_exchange_strong(&unsaid_stop, &none, UNSAID | (uint32_t)err);
+	if (mt_disable(why, say_err ? err : 0) && t->base)
 		stop_record(t, err);
-	else
-		atomic_store(&unsaid_stop, UNSAID | (uint32_t)err);
 }
 
 void mt_writer_stop(const char *why, int err)
@@ -782,6 +791,9 @@ void mt_writer_after_fork(void)
 	}
 	mt_self.base = mt_self.pos = mt_self.end = NULL;
 	mt_self.chunk_next = 0;
+	/* the parent's stop, said or not, is the parent's trace's */
+	mt_self.stop_said = false;
+	atomic_store(&unsaid_stop, 0);
 	mt_self.tid = (uint32_t)syscall(SYS_gettid);
 	mt_instance = mt_writer_new_instance();
 }

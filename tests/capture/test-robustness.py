@@ -255,6 +255,38 @@ def test_stop_said_by_a_thread_without_a_chunk():
     check(p["end"] == "stopped", f"the process ends {p['end']}, not stopped")
 
 
+def drained(argv, env):
+    """Runs argv, reading its standard error only once it says "drain" on its standard output:
+    (status, stdout, stderr)."""
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.readline()
+        err = p.stderr.read()
+        out = first + p.stdout.read()
+        return p.wait(timeout=60), out, err
+    finally:
+        p.kill()
+
+
+def test_stop_said_while_the_others_let_go():
+    """The same stop, but while memtrace's line about it waits on a full standard error, main
+    finds the tracing stopped and gives its chunk back, and then exits with no chunk: the stop
+    was noted for a later thread to say only after the line, so main's chunk went without it
+    and the trace read as a process killed."""
+    argv = [program("stop-window")]
+    trace = os.path.join(workdir(), "trace.bin")
+    plain = drained(argv, untraced_env())
+    traced = drained(argv, traced_env(trace))
+    check(plain[0] == traced[0] == 0, f"exit status {plain[0]} plain, {traced[0]} traced")
+    check(plain[1] == traced[1] and plain[1].startswith(b"drain\nlate thread: malloc "),
+          f"stdout differs: {plain[1]!r} / {traced[1]!r}")
+    check(traced[2] == plain[2] + b"memtrace: cannot map the trace file: Cannot allocate memory; "
+          b"tracing stops, the program runs on\n",
+          f"stderr ends {traced[2][-200:]!r} ({len(plain[2])} bytes of filler plain)")
+    (p,) = dump_summary(trace)["processes"]
+    check(p["end"] == "stopped", f"the process ends {p['end']}, not stopped")
+
+
 def test_fork_without_room():
     """A child forked with no address space left cannot map its stack table: it says so once
     and runs on untraced (it said twice, and turned tracing back on without a table); the
@@ -314,6 +346,7 @@ main({
     "errno_unchanged_and_failures_recorded": test_errno_unchanged_and_failures_recorded,
     "errno_unchanged_when_the_table_fills": test_errno_unchanged_when_the_table_fills,
     "stop_said_by_a_thread_without_a_chunk": test_stop_said_by_a_thread_without_a_chunk,
+    "stop_said_while_the_others_let_go": test_stop_said_while_the_others_let_go,
     "fork_without_room": test_fork_without_room,
     "memtrace_run_exit_status": test_memtrace_run_exit_status,
     "signal_handler_allocations": test_signal_handler_allocations,
