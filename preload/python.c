@@ -145,7 +145,7 @@ static void page_add(uint64_t page)
  * counts them), then the shared set, then process_vm_readv, which learns
  * the page. Without scratch memory (detection) the thread cache is skipped.
  */
-static bool readable(uintptr_t addr, size_t n)
+static __attribute__((noinline)) bool readable_slow(uintptr_t addr, size_t n)
 {
 	struct mt_area *area = mt_self.area;
 	uint64_t first = addr >> PAGE_BITS, last = (addr + n - 1) >> PAGE_BITS;
@@ -174,6 +174,25 @@ static bool readable(uintptr_t addr, size_t n)
 			*mine = page + 2;
 	}
 	return true;
+}
+
+/*
+ * readable_slow's answer where this thread's cache has it at hand: a walk
+ * asks twice a frame, nearly always of one page the cache holds (10.8
+ * million times in a PYTHONMALLOC=malloc run of bench-python 2000, where
+ * the call with its loop over pages cost 64 instructions: 29% of all).
+ */
+static inline __attribute__((always_inline)) bool readable(uintptr_t addr, size_t n)
+{
+	struct mt_area *area = mt_self.area;
+	uint64_t page = addr >> PAGE_BITS;
+
+	if (MT_LIKELY(area && addr >= 4096 && page == (addr + n - 1) >> PAGE_BITS &&
+	              area->py_pages[page % MT_PY_PAGE_CACHE] == page + 2 &&
+	              area->py_pages_gen ==
+	                      atomic_load_explicit(&py.forgets, memory_order_acquire)))
+		return true;
+	return readable_slow(addr, n);
 }
 
 /* Does the set hold a page of 2 MiB region r? Regions are never removed, only cleared. */
