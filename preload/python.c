@@ -255,13 +255,26 @@ static uintptr_t load_ptr(uintptr_t at)
 
 /* ---- code objects ---- */
 
-/* obj is a code object whose fields python.c reads are readable. */
-static bool is_code(uintptr_t obj)
+/*
+ * readable in a walk, whose start made area's page cache current (walk_pages): a page
+ * the cache holds needs no look at py.forgets.
+ */
+static inline __attribute__((always_inline)) bool known(const struct mt_area *area, uintptr_t addr,
+                                                        size_t n)
 {
-	const struct mt_py_layout *l = py.l;
-	size_t span = l->co_code_adaptive > l->co_linetable ? l->co_code_adaptive : l->co_linetable;
+	uint64_t page = addr >> PAGE_BITS;
 
-	return obj && readable(obj, span + sizeof(uintptr_t)) &&
+	if (MT_LIKELY(addr >= 4096 && page == (addr + n - 1) >> PAGE_BITS &&
+	              area->py_pages[page % MT_PY_PAGE_CACHE] == page + 2))
+		return true;
+	return readable_slow(addr, n);
+}
+
+/* obj is a code object whose fields python.c reads (span bytes) are readable. */
+static inline __attribute__((always_inline)) bool is_code(const struct mt_area *area, uintptr_t obj,
+                                                          size_t span)
+{
+	return obj && known(area, obj, span) &&
 	       *(const uintptr_t *)(obj + MT_PY_OB_TYPE) == py.code_type;
 }
 
@@ -354,10 +367,10 @@ static void table_full(void)
  * The id of code object `code` (is_code said yes), claiming it and writing
  * PYCODE if new.
  */
-static uint32_t code_id(uintptr_t code)
+static uint32_t code_id(struct mt_area *area, uintptr_t code)
 {
 	const struct mt_py_layout *l = py.l;
-	struct mt_py_code_cache *c = &mt_self.area->py_codes[(code >> 4) % MT_PY_CODE_CACHE];
+	struct mt_py_code_cache *c = &area->py_codes[(code >> 4) % MT_PY_CODE_CACHE];
 	uint64_t mask = (1u << CODE_BITS) - 1, key, i;
 	uintptr_t file = *(const uintptr_t *)(code + l->co_filename);
 	uintptr_t name = *(const uintptr_t *)(code + l->co_name);
@@ -460,12 +473,22 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 	uintptr_t frame;
 	uint64_t fold = 0xcbf29ce484222325ull; /* the frames, FNV-1a-like; mixed once at the end */
 	size_t span = (size_t)(l->fr_instr > l->fr_previous ? l->fr_instr : l->fr_previous) + 8;
+	size_t code_span =
+	        (l->co_code_adaptive > l->co_linetable ? l->co_code_adaptive : l->co_linetable) +
+	        sizeof(uintptr_t);
+	uint64_t gen = atomic_load_explicit(&py.forgets, memory_order_acquire);
 	int n = 0;
 
 	if (l->fr_entry >= 0 && (size_t)l->fr_entry + 1 > span)
 		span = (size_t)l->fr_entry + 1;
 	if (!py.is_initialized() || (py.is_finalizing && py.is_finalizing()))
 		return 0;
+	/* the cache is made current once a walk (known): a munmap after this point is one
+	 * readable could meet between its check and the read as well */
+	if (area->py_pages_gen != gen) {
+		memset(area->py_pages, 0, sizeof(area->py_pages));
+		area->py_pages_gen = gen;
+	}
 	frame = (uintptr_t)py.this_thread_state();
 	if (!frame)
 		return 0;
@@ -477,7 +500,7 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 		uint32_t id, entry = 0;
 		int64_t lasti;
 
-		if (!readable(frame, span))
+		if (!known(area, frame, span))
 			break;
 		next = *(const uintptr_t *)(frame + l->fr_previous);
 		if (l->entry == MT_PY_ENTRY_CSTACK &&
@@ -490,12 +513,12 @@ int mt_python_walk(struct mt_area *area, uint64_t *h)
 			continue;
 		}
 		code = *(const uintptr_t *)(frame + l->fr_code);
-		if (!is_code(code)) {
+		if (!is_code(area, code, code_span)) {
 			/* 3.13 has frames whose executable is None: no code, no line */
 			frame = next;
 			continue;
 		}
-		id = code_id(code);
+		id = code_id(area, code);
 		if (l->lasti == MT_PY_LASTI_INDEX) {
 			lasti = *(const int *)(frame + l->fr_instr);
 			entry = MT_PYFRAME_ENTRY;
