@@ -393,10 +393,12 @@ MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
  * The id cache starts with MT_ID_CACHE slots in the area; a thread whose
  * cache keeps missing (more hot stacks than slots, as bench churn's 20,000)
  * moves to a mapping 4 times larger, up to MT_ID_CACHE_MAX slots (256 KiB):
- * stacks.c, ids_grow.
+ * stacks.c, ids_grow. Its slots are in sets of MT_ID_WAYS, within one
+ * cache line each (stacks.c, ids_find).
  */
 #define MT_ID_CACHE      1024
 #define MT_ID_CACHE_MAX  16384
+#define MT_ID_WAYS       2
 #define MT_PY_PAGE_CACHE 64
 #define MT_PY_CODE_CACHE 256
 struct mt_id_slot {
@@ -410,7 +412,7 @@ struct mt_area {
 	struct mt_id_slot *ids; /* ids_first, or a mapping of ids_mask + 1 slots */
 	uint32_t ids_mask;      /* slots - 1 */
 	uint32_t ids_miss;      /* misses since the cache was last made larger */
-	struct mt_id_slot ids_first[MT_ID_CACHE];
+	_Alignas(64) struct mt_id_slot ids_first[MT_ID_CACHE]; /* no set across two lines */
 	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
 	int npy;
 	uint32_t py[2 * MT_MAX_PYFRAMES];
