@@ -470,8 +470,10 @@ static bool stack_bounds(struct mt_thread *t)
  * A thread's last walk, as register states stored outermost first:
  * f[0] is the outermost frame reached, f[n - 1] the state inside mt_unwind
  * itself. Each state is what stepping out of the one below gave; loaded says
- * how its bp was found (0 carried over, k loaded from sp - 8k) and h is the
- * stack hash folded from f[0] down to it.
+ * how its bp was found (0 carried over, k loaded from sp - 8k), and h[i] is
+ * the stack hash folded from f[0] down to f[i] (beside the states, which
+ * are 32 bytes without it: a count of states is a shift from a difference
+ * of pointers, not a multiplication).
  *
  * A new walk that reaches a state equal to one of these (same ip and sp,
  * and same bp unless the walk reloads bp before any rule reads it, as in
@@ -484,7 +486,6 @@ static bool stack_bounds(struct mt_thread *t)
 #define WALK_MAX (MT_MAX_DEPTH + 16)
 struct mt_frame {
 	uintptr_t ip, sp, bp;
-	uint64_t h;
 	uint8_t loaded; /* bp came from sp - 8 * loaded; 0: carried from the state below */
 	bool rbp_cfa;   /* the step out of this state computed the CFA from bp */
 	bool bp_live;   /* this state's bp is used before the walk reloads it */
@@ -509,12 +510,14 @@ struct mt_walk {
 	 */
 	struct mt_frame below;
 	struct mt_frame f[WALK_MAX];
+	uint64_t h[WALK_MAX];
 	_Alignas(16) uintptr_t chk_val[2 * WALK_MAX];
 	uintptr_t chk_addr[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
+_Static_assert(sizeof(struct mt_frame) == 32, "a count of states is a shift");
 _Static_assert(offsetof(struct mt_walk, f) ==
                        offsetof(struct mt_walk, below) + sizeof(struct mt_frame),
                "below is f[-1]");
@@ -620,7 +623,7 @@ static void finish_from(struct mt_walk *w, unsigned from)
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
-	uint64_t h = from == 0 ? MT_HASH_SEED : w->f[from - 1].h;
+	uint64_t h = from == 0 ? MT_HASH_SEED : w->h[from - 1];
 
 	for (; f != end; f++, i++) {
 		/* read before any store: a word's store may alias them for the compiler */
@@ -629,7 +632,7 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		bool live = f->rbp_cfa || passes_on;
 
 		h = mt_hash_fold(h, ip);
-		f->h = h;
+		w->h[i] = h;
 		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
 		w->chk_addr[j] = sp - 8;
@@ -707,8 +710,8 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
  * One step out of state f (whose rbp_cfa it sets) into next, by the cached
  * rule of f's return address (extend_outwards' step; walk's loop does the
  * same on its locals, and the two must agree); cache is the rule cache as
- * the walk began (a replaced cache stays mapped). next's h and bp_live are
- * the caller's to set. A return address is never 0 (the walk stops below
+ * the walk began (a replaced cache stays mapped). next's bp_live (and
+ * hash) are the caller's to set. A return address is never 0 (the walk stops below
  * 4096), so an empty slot reads as another address's.
  */
 static inline __attribute__((always_inline)) enum step
@@ -867,7 +870,7 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
 	struct mt_frame *f = top, *const last = top - (max - 1);
 
-	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
+	top[0] = (struct mt_frame){ip, sp, bp, 0, false, true};
 	for (;;) {
 		while (cand->sp < sp)
 			cand--;
@@ -1032,7 +1035,7 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 		return n;
 	}
 	/* finish_from folded the hashes of the states walk made */
-	*hash = mt_hash_finish(n ? w->f[n - 1].h : MT_HASH_SEED, (unsigned)n);
+	*hash = mt_hash_finish(n ? w->h[n - 1] : MT_HASH_SEED, (unsigned)n);
 	return n;
 }
 
