@@ -70,7 +70,7 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 #define RULE_BITS_MAX   16
 #define RULE_BITS_STEP  2
 #define RULE_BITS_FIELD 4095        /* the cache is page-aligned */
-static _Atomic uintptr_t rules;     /* the cache's address | log2 of its words */
+static _Atomic uintptr_t rules;     /* the cache's address | log2 of its words; 0: none */
 static _Atomic uint64_t rules_made; /* rules computed since it was mapped */
 static _Atomic bool rules_grow_failed;
 static uintptr_t libgcc_lo, libgcc_hi;
@@ -1002,10 +1002,10 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 		errno = err;
 	}
 	area = t->area;
-	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test */
+	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test. No rule
+	 * cache: libunwind does every walk (MEMTRACE_UNWIND=libunwind too, mt_unwind_init) */
 	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
-	                !mt_config.fast_unwind || !t->caller_ip || t->caller_sp <= t->stack_lo ||
-	                t->caller_sp > t->stack_hi))
+	                !t->caller_ip || t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
 		return fallback(area, max, hash);
 	area->in_fallback = false;
 	w = area->walk;
@@ -1055,8 +1055,9 @@ void mt_unwind_init(void)
 {
 	void *p;
 
-	if (!mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
-		return; /* libunwind does every walk */
+	if (!mt_config.fast_unwind ||
+	    !mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
+		return; /* libunwind does every walk: no rule cache */
 	p = rules_map(RULE_BITS_FIRST);
 	if (p != MAP_FAILED)
 		atomic_store(&rules, (uintptr_t)p | RULE_BITS_FIRST);
