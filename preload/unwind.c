@@ -494,7 +494,8 @@ struct mt_frame {
 /*
  * The stack words a walk read, outermost first, as the states they made:
  * state i's return address (at its sp - 8) and, when a state above uses it,
- * the bp it loaded: word j is at chk_addr[j] and held chk_val[j]. The words
+ * the bp it loaded: word j is at chk_above[j] - 8 (a return address's is
+ * its state's sp, one store fewer a state) and held chk_val[j]. The words
  * of states 0 to c - 1 are words 0 to first[c] - 1, so checking that the
  * walk above state c still holds is one tight run of loads and compares,
  * with nothing to decode. The values are 16-byte aligned (the area is
@@ -512,7 +513,7 @@ struct mt_walk {
 	struct mt_frame f[WALK_MAX];
 	uint64_t h[WALK_MAX];
 	_Alignas(16) uintptr_t chk_val[2 * WALK_MAX];
-	uintptr_t chk_addr[2 * WALK_MAX];
+	uintptr_t chk_above[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
@@ -548,23 +549,24 @@ static __attribute__((noinline)) int where_changed(const struct mt_walk *w, unsi
 	for (unsigned j = w->first[c]; j-- > 0;) {
 		while (w->first[s] > j)
 			s--;
-		if (*(const uintptr_t *)w->chk_addr[j] != w->chk_val[j])
+		if (*(const uintptr_t *)(w->chk_above[j] - 8) != w->chk_val[j])
 			return (int)s;
 	}
 	return -1;
 }
 
-/* Two stack words, at a and b, as one vector. */
+/* Two stack words, below a and below b, as one vector. */
 static inline __m128i load_two(uintptr_t a, uintptr_t b)
 {
-	return _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)a)),
-	                                     (const double *)b));
+	return _mm_castpd_si128(
+	        _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(a - 8))),
+	                     (const double *)(b - 8)));
 }
 
 /* Whether any of w's first n stack words changed since w was walked. */
 static inline __attribute__((always_inline)) bool words_differ(const struct mt_walk *w, unsigned n)
 {
-	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
+	const uintptr_t *a = w->chk_above, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
 	const __m128i *v = (const __m128i *)w->chk_val;
 	__m128i diff = _mm_setzero_si128();
 	uintptr_t rest = 0;
@@ -585,7 +587,7 @@ static inline __attribute__((always_inline)) bool words_differ(const struct mt_w
 		diff = _mm_or_si128(diff, MT_CHECK_TWO(0));
 #undef MT_CHECK_TWO
 	if (n & 1)
-		rest = *(const uintptr_t *)a[0] ^ w->chk_val[n - 1];
+		rest = *(const uintptr_t *)(a[0] - 8) ^ w->chk_val[n - 1];
 	return MT_UNLIKELY(rest ||
 	                   _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff);
 }
@@ -626,8 +628,9 @@ static void finish_from(struct mt_walk *w, unsigned from)
 	uint64_t h = from == 0 ? MT_HASH_SEED : w->h[from - 1];
 
 	for (; f != end; f++, i++) {
-		/* read before any store: a word's store may alias them for the compiler */
-		uintptr_t ip = f->ip, sp = f->sp, bp = f->bp;
+		/* read before any store: a word's store may alias them for the compiler (bp, read
+		 * after, only where loaded: most states carry theirs over) */
+		uintptr_t ip = f->ip, sp = f->sp;
 		unsigned loaded = f->loaded;
 		bool live = f->rbp_cfa || passes_on;
 
@@ -635,13 +638,13 @@ static void finish_from(struct mt_walk *w, unsigned from)
 		w->h[i] = h;
 		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
-		w->chk_addr[j] = sp - 8;
+		w->chk_above[j] = sp;
 		w->chk_val[j] = ip;
 		j++;
 		if (loaded) { /* this state's bp was loaded: checked if used, not passed on */
 			if (live) {
-				w->chk_addr[j] = sp - 8 * loaded;
-				w->chk_val[j++] = bp;
+				w->chk_above[j] = sp - 8 * loaded + 8;
+				w->chk_val[j++] = f->bp;
 			}
 			passes_on = false;
 		} else {
