@@ -44,17 +44,23 @@ struct dwarf_eh_bases {
 const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
 /*
- * A cache word: bits 0-47 the return address, bit 48 CFA base (0 rsp, 1 rbp),
- * bits 49-60 CFA offset / 8, bits 61-63 where rbp is saved (k: at CFA - 8k;
- * 0: not saved). CFA offset 0 marks the outermost frame (return address
- * undefined) and, with k 7, a frame only libunwind can step: both are CFA =
- * rsp, which fails walk's test of the CFA (it must be above sp), so that the
- * loop tests for neither. Offsets from 8 * OFF_LIMIT up are libunwind's too.
+ * A cache word: bits 16-63 the return address, bit 0 CFA base (0 rsp, 1
+ * rbp), bits 1-12 CFA offset / 8, bits 13-15 where rbp is saved (k: at CFA
+ * - 8k; 0: not saved). CFA offset 0 marks the outermost frame (return
+ * address undefined) and, with k 7, a frame only libunwind can step: both
+ * are CFA = rsp, which fails walk's test of the CFA (it must be above sp),
+ * so that the loop tests for neither. Offsets from 8 * OFF_LIMIT up are
+ * libunwind's too. The rule in the low bits takes no mask of the address
+ * off, and its base bit is tested with no 64-bit constant.
  */
 #define IP_MASK        ((1ull << 48) - 1)
-#define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
+#define RULE(ip, rule) ((uint64_t)(ip) << 16 | (rule))
+#define RULE_IP(r)     ((r) >> 16)
+#define RULE_RBP       1u
+#define OFF_FIELD(r)   ((r) >> 1 & 0xfff)
+#define K_FIELD(r)     ((uint16_t)(r) >> 13)
 #define OFF_LIMIT      0xfff
-#define LIBUNWIND_ONLY (7ull << 61)
+#define LIBUNWIND_ONLY (7u << 13)
 
 /*
  * The cache is direct-mapped, 2^12 words (32 KiB) at first: a small program
@@ -393,7 +399,7 @@ static uint64_t compute_rule(uint64_t ip)
 		return 0;
 
 	if (s.ra.kind == UNDEFINED)
-		return ip; /* outermost: CFA offset 0 */
+		return RULE(ip, 0); /* outermost: CFA offset 0 */
 	if ((s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off <= 0 || s.cfa_off % 8 ||
 	    s.cfa_off >= (int64_t)(8 * OFF_LIMIT) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
 		return 0;
@@ -405,8 +411,7 @@ static uint64_t compute_rule(uint64_t ip)
 	} else if (s.rbp.kind != SAME) {
 		return 0;
 	}
-	return ip | (uint64_t)(s.cfa_reg == DW_RBP) << 48 | (uint64_t)(s.cfa_off / 8) << 49 |
-	       k << 61;
+	return RULE(ip, k << 13 | (uint64_t)(s.cfa_off / 8) << 1 | (s.cfa_reg == DW_RBP));
 }
 
 /* The slot of ip in the cache whose word (address | log2 of its words) is cache. */
@@ -702,7 +707,7 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
 	int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
 	r = compute_rule(ip);
 	if (!r)
-		r = ip | LIBUNWIND_ONLY;
+		r = RULE(ip, LIBUNWIND_ONLY);
 	atomic_store_explicit(s, r, memory_order_relaxed);
 	rule_made();
 	errno = err;
@@ -714,8 +719,8 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
  * rule of f's return address (extend_outwards' step; walk's loop does the
  * same on its locals, and the two must agree); cache is the rule cache as
  * the walk began (a replaced cache stays mapped). next's bp_live (and
- * hash) are the caller's to set. A return address is never 0 (the walk stops below
- * 4096), so an empty slot reads as another address's.
+ * hash) are the caller's to set. A return address is never 0 (the walk
+ * stops below 4096), so an empty slot reads as another address's.
  */
 static inline __attribute__((always_inline)) enum step
 step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *next,
@@ -725,16 +730,16 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
 	uintptr_t cfa, k, off;
 
-	if (MT_UNLIKELY((r & IP_MASK) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
+	if (MT_UNLIKELY(RULE_IP(r) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
 		return STEP_LIBUNWIND;
 	off = OFF_FIELD(r);
 	if (MT_UNLIKELY(!off)) /* outermost frame, or libunwind's */
-		return r == (f->ip | LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
-	f->rbp_cfa = r >> 48 & 1;
+		return r == RULE(f->ip, LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
+	f->rbp_cfa = r & RULE_RBP;
 	cfa = (f->rbp_cfa ? f->bp : f->sp) + off * 8;
 	if (MT_UNLIKELY(cfa <= f->sp || cfa > t->stack_hi))
 		return STEP_END; /* not a stack we can trust */
-	k = r >> 61;
+	k = K_FIELD(r);
 	next->sp = cfa;
 	next->bp = f->bp;
 	next->loaded = 0;
@@ -907,7 +912,7 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		 * no cache word, and 0 reads an empty one as the outermost rule), not
 		 * at every load.
 		 */
-		if (MT_UNLIKELY((r & IP_MASK) != ip)) {
+		if (MT_UNLIKELY(RULE_IP(r) != ip)) {
 			if (MT_UNLIKELY(not_code(ip))) {
 				f++;
 				break;
@@ -917,16 +922,16 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		}
 		off = OFF_FIELD(r);
 		/* set here for every state but the last, and where the walk stops after it */
-		f->rbp_cfa = (bool)(r >> 48 & 1);
-		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
+		f->rbp_cfa = (bool)(r & RULE_RBP);
+		cfa = (r & RULE_RBP ? bp : sp) + off * 8;
 		if (MT_UNLIKELY(cfa <= sp || cfa > hi)) {
 			if (MT_UNLIKELY(not_code(ip)))
 				f++; /* 0, in an empty word */
-			else if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
+			else if (MT_UNLIKELY(r == RULE(ip, LIBUNWIND_ONLY)))
 				return -1;
 			break; /* the outermost frame, or not a stack we can trust */
 		}
-		kk = r >> 61;
+		kk = K_FIELD(r);
 		if (kk && cfa - 8 * kk >= lo) {
 			bp = *(const uintptr_t *)(cfa - 8 * kk);
 			loaded = (uint8_t)kk;
