@@ -459,7 +459,8 @@ MT_HIDDEN void mt_ids_release(struct mt_area *area);
  */
 MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
 MT_HIDDEN void mt_unwind_frames(void **frames, int n);
-/* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0. */
+/* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0.
+ * Only where the caller's ip and sp are again_ip and again_sp (mt_stack_current tests them). */
 MT_HIDDEN uint32_t mt_unwind_again(void);
 MT_HIDDEN void mt_area_release(struct mt_thread *t);
 MT_HIDDEN void mt_unwind_init(void);
@@ -497,12 +498,15 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 MT_HIDDEN uint32_t mt_stack_walked(void);
 /* Hot path: the id of the stack that called the interposed function. Inline:
  * the short way (mt_unwind_again) is most calls on a loop allocating from
- * one place. */
+ * one place, and its first tests are here, so that a call from elsewhere
+ * (bench churn's every allocation) does not make that call. */
 static inline uint32_t mt_stack_current(void)
 {
+	struct mt_thread *t = &mt_self;
 	uint32_t id;
 
-	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
+	if (MT_LIKELY(!mt_python_on) && t->caller_ip == t->again_ip &&
+	    t->caller_sp == t->again_sp && (id = mt_unwind_again()))
 		return id;
 	return mt_stack_walked();
 }

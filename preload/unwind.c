@@ -819,9 +819,8 @@ uint32_t mt_unwind_again(void)
 	const struct mt_walk *w;
 	const struct mt_frame *last;
 
-	/* first what fails for a stack elsewhere, with no register to save */
-	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
-	    MT_UNLIKELY(!area))
+	/* the caller's ip and sp are again_ip and again_sp (mt_stack_current tested them) */
+	if (!t->again_id || MT_UNLIKELY(!area))
 		return 0;
 	/* same_stack's tests but those that hold: again_ip and again_sp are the walk's innermost
 	 * state's (mt_stack_walked), and the walk holds one at least */
