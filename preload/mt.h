@@ -453,11 +453,14 @@ MT_HIDDEN void mt_ids_release(struct mt_area *area);
 #define MT_MARK_CALLER() MT_CALLER_REGS(mt_self.caller_ip, mt_self.caller_sp, mt_self.caller_bp)
 
 /*
- * Hot path: the hash (the stack table's key) and depth of the stack of the
- * last MT_MARK_CALLER, at most max frames. The frames themselves are wanted
- * only for a new stack: mt_unwind_frames copies them, innermost first.
+ * Hot path: the id of the stack of the last MT_MARK_CALLER, at most
+ * mt_config.depth frames (mt_stack_current's long way): walked, its hash
+ * (the stack table's key) and depth handed to mt_stack_found, a tail call,
+ * so that the walk's frame is gone before the id's look-up. The frames
+ * themselves are wanted only for a new stack: mt_unwind_frames copies
+ * them, innermost first.
  */
-MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
+MT_HIDDEN uint32_t mt_stack_walked(void);
 MT_HIDDEN void mt_unwind_frames(void **frames, int n);
 /* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0.
  * Only where the caller's ip and sp are again_ip and again_sp (mt_stack_current tests them). */
@@ -494,8 +497,8 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 }
 
 /* stacks.c: the process's stack table. */
-/* The caller's stack walked, its id found (mt_stack_current's long way). */
-MT_HIDDEN uint32_t mt_stack_walked(void);
+/* The id of the stack mt_stack_walked just walked, of hash h and n frames. */
+MT_HIDDEN uint32_t mt_stack_found(uint64_t h, int n);
 /* Hot path: the id of the stack that called the interposed function. Inline:
  * the short way (mt_unwind_again) is most calls on a loop allocating from
  * one place, and its first tests are here, so that a call from elsewhere

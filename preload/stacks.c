@@ -442,14 +442,13 @@ static __attribute__((noinline)) void ids_grow(struct mt_area *area)
 }
 
 /*
- * The stack's id the long way: walked (reusing what holds of the last walk),
- * hashed, looked up in the thread's id cache and then in the table. Notes
- * the id for mt_unwind_again when nothing but the walk made it.
+ * The stack's id the long way, once walked (mt_stack_walked, reusing what
+ * holds of the last walk) and hashed: looked up in the thread's id cache
+ * and then in the table. Notes the id for mt_unwind_again when nothing but
+ * the walk made it.
  */
-uint32_t mt_stack_walked(void)
+uint32_t mt_stack_found(uint64_t h, int n)
 {
-	uint64_t h;
-	int n = mt_unwind((int)mt_config.depth, &h);
 	struct mt_area *area = mt_self.area;
 	struct mt_id_slot *set;
 	uint32_t id;
@@ -458,8 +457,11 @@ uint32_t mt_stack_walked(void)
 	if (MT_UNLIKELY(!area))
 		return 0; /* no scratch memory for this thread: no stack */
 	area->npy = 0;
-	if (MT_UNLIKELY(mt_python_on) && mt_python_walk(area, &h))
-		python = true;
+	if (MT_UNLIKELY(mt_python_on)) {
+		uint64_t mixed = h; /* its address taken here only: h stays in a register */
+		python = mt_python_walk(area, &mixed);
+		h = mixed;
+	}
 	set = ids_set(area->ids, area->ids_mask, h);
 	id = ids_find(set, h);
 	if (!id) {

@@ -473,8 +473,8 @@ static bool stack_bounds(struct mt_thread *t)
 
 /*
  * A thread's last walk, as register states stored outermost first:
- * f[0] is the outermost frame reached, f[n - 1] the state inside mt_unwind
- * itself. Each state is what stepping out of the one below gave; loaded says
+ * f[0] is the outermost frame reached, f[n - 1] the state inside
+ * mt_stack_walked itself. Each state is what stepping out of the one below gave; loaded says
  * how its bp was found (0 carried over, k loaded from sp - 8k), and h[i] is
  * the stack hash folded from f[0] down to f[i] (beside the states, which
  * are 32 bytes without it: a count of states is a shift from a difference
@@ -609,7 +609,7 @@ static inline __attribute__((always_inline)) int words_changed(const struct mt_w
 	return words_differ(w, w->first[c]) ? where_changed(w, c) : -1;
 }
 
-/* words_changed as a call, for mt_unwind's check (walk's candidates check in line). */
+/* words_changed as a call, for unwind's check (walk's candidates check in line). */
 static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
 {
 	return words_changed(w, c);
@@ -806,7 +806,7 @@ static inline __attribute__((always_inline)) bool same_stack(const struct mt_wal
 /*
  * Hot path: the id of the last stack, when the caller's stack is that one
  * again (a loop allocating from one place: 7 allocations in 8 on bench
- * small), else 0. mt_stack_current's short way: what mt_unwind would find
+ * small), else 0. mt_stack_current's short way: what unwind would find
  * (the walk kept as it is, so the same hash) without its set-up, the hash's
  * finish and the id cache. mt_self.again_id is set only for a walk of this
  * walker (not libunwind's) whose id mt_stack_current took with no Python
@@ -965,11 +965,17 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	return w->truncated || was_truncated ? 0 : keep + 1;
 }
 
+/* A walk's answer: the stack's hash and depth. */
+struct unwound {
+	uint64_t hash;
+	int n;
+};
+
 /*
  * libunwind walks from here: its first frames are memtrace's own, up to the
  * interposed function; the caller's frame follows them.
  */
-static int fallback(struct mt_area *area, int max, uint64_t *hash)
+static struct unwound fallback(struct mt_area *area, int max)
 {
 	void *buf[WALK_MAX];
 	int err = errno, n, skip = 0;
@@ -988,12 +994,15 @@ static int fallback(struct mt_area *area, int max, uint64_t *hash)
 		area->walk->n = 0;
 		area->in_fallback = true;
 	}
-	*hash = mt_hash_frames(buf + skip, n);
-	return n;
+	return (struct unwound){mt_hash_frames(buf + skip, n), n};
 }
 
-/* walk is inlined: churn walks at every allocation, and a call saves six registers */
-MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
+/*
+ * The hash and depth of the stack of the last MT_MARK_CALLER, at most max
+ * frames. walk is inlined: churn walks at every allocation, and a call
+ * saves six registers.
+ */
+static inline __attribute__((always_inline)) MT_NO_SLP struct unwound unwind(int max)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area;
@@ -1013,7 +1022,7 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 	 * cache: libunwind does every walk (MEMTRACE_UNWIND=libunwind too, mt_unwind_init) */
 	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
 	                !t->caller_ip || t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
-		return fallback(area, max, hash);
+		return fallback(area, max);
 	area->in_fallback = false;
 	w = area->walk;
 	if (MT_UNLIKELY(w->gen != mt_module_gen)) {
@@ -1031,19 +1040,24 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
 	if (MT_UNLIKELY(from < 0))
-		return fallback(area, max, hash);
+		return fallback(area, max);
 	n = (int)w->n;
 	if (w->truncated) {
 		/* the prefix hashes start at the cut, not at the outermost frame */
 		h = MT_HASH_SEED;
 		for (i = 0; i < n; i++)
 			h = mt_hash_fold(h, w->f[i].ip);
-		*hash = mt_hash_finish(h, (unsigned)n);
-		return n;
+		return (struct unwound){mt_hash_finish(h, (unsigned)n), n};
 	}
 	/* finish_from folded the hashes of the states walk made */
-	*hash = mt_hash_finish(n ? w->h[n - 1] : MT_HASH_SEED, (unsigned)n);
-	return n;
+	return (struct unwound){mt_hash_finish(n ? w->h[n - 1] : MT_HASH_SEED, (unsigned)n), n};
+}
+
+MT_NO_SLP uint32_t mt_stack_walked(void)
+{
+	struct unwound u = unwind((int)mt_config.depth);
+
+	return mt_stack_found(u.hash, u.n);
 }
 
 void mt_unwind_frames(void **frames, int n)
@@ -1081,9 +1095,10 @@ void mt_unwind_forget(void)
 
 #else
 
-int mt_unwind(int max, uint64_t *hash)
+uint32_t mt_stack_walked(void)
 {
 	struct mt_area *area = mt_area_get(&mt_self);
+	int max = (int)mt_config.depth;
 	void *buf[MT_MAX_DEPTH + 16];
 	int n, skip = 0;
 
@@ -1098,8 +1113,7 @@ int mt_unwind(int max, uint64_t *hash)
 		n = max;
 	if (area)
 		__builtin_memcpy(area->fallback, buf + skip, (size_t)n * sizeof(void *));
-	*hash = mt_hash_frames(buf + skip, n);
-	return area ? n : 0;
+	return mt_stack_found(mt_hash_frames(buf + skip, n), area ? n : 0);
 }
 
 void mt_unwind_frames(void **frames, int n)
