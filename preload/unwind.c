@@ -1068,8 +1068,10 @@ void mt_unwind_frames(void **frames, int n)
 		__builtin_memcpy(frames, area->fallback, (size_t)n * sizeof(void *));
 		return;
 	}
+	/* the innermost state in a local: each store through frames may alias the walk */
+	const struct mt_frame *f = &area->walk->f[area->walk->n - 1];
 	for (int i = 0; i < n; i++)
-		frames[i] = (void *)area->walk->f[area->walk->n - 1 - (unsigned)i].ip;
+		frames[i] = (void *)f[-i].ip;
 }
 
 void mt_unwind_init(void)
