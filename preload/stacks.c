@@ -33,7 +33,7 @@
  * per-thread id caches are in the threads' scratch areas (or mapped beside
  * them once grown), given back by each thread (writer.c).
  *
- * Context: hot path (mt_stack_walked), init, fork child, any (mt_stacks_stop).
+ * Context: hot path (mt_stack_found), init, fork child, any (mt_stacks_stop).
  * May not: take a lock, allocate with malloc.
  */
 #define UNW_LOCAL_ONLY

@@ -474,11 +474,11 @@ static bool stack_bounds(struct mt_thread *t)
 /*
  * A thread's last walk, as register states stored outermost first:
  * f[0] is the outermost frame reached, f[n - 1] the state inside
- * mt_stack_walked itself. Each state is what stepping out of the one below gave; loaded says
- * how its bp was found (0 carried over, k loaded from sp - 8k), and h[i] is
- * the stack hash folded from f[0] down to f[i] (beside the states, which
- * are 32 bytes without it: a count of states is a shift from a difference
- * of pointers, not a multiplication).
+ * mt_stack_walked itself. Each state is what stepping out of the one below
+ * gave; loaded says how its bp was found (0 carried over, k loaded from sp
+ * - 8k), and h[i] is the stack hash folded from f[0] down to f[i] (beside
+ * the states, which are 32 bytes without it: a count of states is a shift
+ * from a difference of pointers, not a multiplication).
  *
  * A new walk that reaches a state equal to one of these (same ip and sp,
  * and same bp unless the walk reloads bp before any rule reads it, as in
@@ -823,7 +823,7 @@ uint32_t mt_unwind_again(void)
 	if (!t->again_id || MT_UNLIKELY(!area))
 		return 0;
 	/* same_stack's tests but those that hold: again_ip and again_sp are the walk's innermost
-	 * state's (mt_stack_walked), and the walk holds one at least */
+	 * state's (mt_stack_found), and the walk holds one at least */
 	w = area->walk;
 	last = &w->f[w->n - 1];
 	if (w->gen != mt_module_gen || (last->bp_live && last->bp != t->caller_bp) ||
