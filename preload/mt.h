@@ -395,10 +395,12 @@ MT_HIDDEN void mt_python_forget(uintptr_t addr, size_t len);
  * The id cache starts with MT_ID_CACHE slots in the area; a thread whose
  * cache keeps missing (more hot stacks than slots, as bench churn's 20,000)
  * moves to a mapping 4 times larger, up to MT_ID_CACHE_MAX slots (256 KiB):
- * stacks.c, ids_grow.
+ * stacks.c, ids_grow. Its slots are in sets of MT_ID_WAYS, within one
+ * cache line each (stacks.c, ids_find).
  */
 #define MT_ID_CACHE      1024
 #define MT_ID_CACHE_MAX  16384
+#define MT_ID_WAYS       2
 #define MT_PY_PAGE_CACHE 64
 #define MT_PY_CODE_CACHE 256
 struct mt_id_slot {
@@ -412,7 +414,7 @@ struct mt_area {
 	struct mt_id_slot *ids; /* ids_first, or a mapping of ids_mask + 1 slots */
 	uint32_t ids_mask;      /* slots - 1 */
 	uint32_t ids_miss;      /* misses since the cache was last made larger */
-	struct mt_id_slot ids_first[MT_ID_CACHE];
+	_Alignas(64) struct mt_id_slot ids_first[MT_ID_CACHE]; /* no set across two lines */
 	/* python.c: the last walk's Python frames, each code id << 1 | entry, lasti + 1 */
 	int npy;
 	uint32_t py[2 * MT_MAX_PYFRAMES];
@@ -453,13 +455,17 @@ MT_HIDDEN void mt_ids_release(struct mt_area *area);
 #define MT_MARK_CALLER() MT_CALLER_REGS(mt_self.caller_ip, mt_self.caller_sp, mt_self.caller_bp)
 
 /*
- * Hot path: the hash (the stack table's key) and depth of the stack of the
- * last MT_MARK_CALLER, at most max frames. The frames themselves are wanted
- * only for a new stack: mt_unwind_frames copies them, innermost first.
+ * Hot path: the id of the stack of the last MT_MARK_CALLER, at most
+ * mt_config.depth frames (mt_stack_current's long way): walked, its hash
+ * (the stack table's key) and depth handed to mt_stack_found, a tail call,
+ * so that the walk's frame is gone before the id's look-up. The frames
+ * themselves are wanted only for a new stack: mt_unwind_frames copies
+ * them, innermost first.
  */
-MT_HIDDEN int mt_unwind(int max, uint64_t *hash);
+MT_HIDDEN uint32_t mt_stack_walked(void);
 MT_HIDDEN void mt_unwind_frames(void **frames, int n);
-/* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0. */
+/* Hot path: the last stack's id (mt_self.again_id) if the caller's is that one again; else 0.
+ * Only where the caller's ip and sp are again_ip and again_sp (mt_stack_current tests them). */
 MT_HIDDEN uint32_t mt_unwind_again(void);
 MT_HIDDEN void mt_area_release(struct mt_thread *t);
 MT_HIDDEN void mt_unwind_init(void);
@@ -493,16 +499,19 @@ static inline uint64_t mt_hash_frames(void *const *f, int n)
 }
 
 /* stacks.c: the process's stack table. */
-/* The caller's stack walked, its id found (mt_stack_current's long way). */
-MT_HIDDEN uint32_t mt_stack_walked(void);
+/* The id of the stack mt_stack_walked just walked, of hash h and n frames. */
+MT_HIDDEN uint32_t mt_stack_found(uint64_t h, int n);
 /* Hot path: the id of the stack that called the interposed function. Inline:
  * the short way (mt_unwind_again) is most calls on a loop allocating from
- * one place. */
+ * one place, and its first tests are here, so that a call from elsewhere
+ * (bench churn's every allocation) does not make that call. */
 static inline uint32_t mt_stack_current(void)
 {
+	struct mt_thread *t = &mt_self;
 	uint32_t id;
 
-	if (MT_LIKELY(!mt_python_on) && (id = mt_unwind_again()))
+	if (MT_LIKELY(!mt_python_on) && t->caller_ip == t->again_ip &&
+	    t->caller_sp == t->again_sp && (id = mt_unwind_again()))
 		return id;
 	return mt_stack_walked();
 }

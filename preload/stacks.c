@@ -33,7 +33,7 @@
  * per-thread id caches are in the threads' scratch areas (or mapped beside
  * them once grown), given back by each thread (writer.c).
  *
- * Context: hot path (mt_stack_walked), init, fork child, any (mt_stacks_stop).
+ * Context: hot path (mt_stack_found), init, fork child, any (mt_stacks_stop).
  * May not: take a lock, allocate with malloc.
  */
 #define UNW_LOCAL_ONLY
@@ -371,12 +371,51 @@ void mt_ids_release(struct mt_area *area)
 }
 
 /*
+ * The id of h in the thread's id cache, else 0. Its slots are in sets of
+ * MT_ID_WAYS (within one cache line), so that a thread with more hot stacks
+ * than slots keeps more of its hottest: bench churn's 20,000 in random
+ * order missed 34 lookups in 100 with one slot to a hash (16,384 slots),
+ * 26 with two (with four, 23, but the other slots' tests and the moves cost
+ * more than the misses saved). A set's first slot holds the id last found
+ * there: a hit in another swaps with it, and ids_put puts a new one there.
+ */
+static inline uint32_t ids_find(struct mt_id_slot *set, uint64_t h)
+{
+	if (MT_LIKELY(set[0].hash == h))
+		return (uint32_t)set[0].id;
+	for (unsigned w = 1; w < MT_ID_WAYS; w++)
+		if (set[w].hash == h) {
+			struct mt_id_slot hit = set[w];
+			set[w] = set[0];
+			set[0] = hit;
+			return (uint32_t)hit.id;
+		}
+	return 0;
+}
+
+/* The set of h in a cache of mask + 1 slots. */
+static inline struct mt_id_slot *ids_set(struct mt_id_slot *ids, uint32_t mask, uint64_t h)
+{
+	return &ids[(unsigned)(h >> 32) & mask & ~(MT_ID_WAYS - 1u)];
+}
+
+/* A new id into the set's first slot; the set's last goes. */
+static inline void ids_put(struct mt_id_slot *set, uint64_t h, uint32_t id)
+{
+	for (unsigned w = MT_ID_WAYS - 1; w > 0; w--)
+		set[w] = set[w - 1];
+	set[0].hash = h;
+	set[0].id = id;
+}
+
+/*
  * Slow path: the thread's id cache missed twice as often as it has slots
  * since it was last made larger: a cache 4 times larger replaces it,
- * empty (its stacks are found again in the table). A thread with few hot
- * stacks never gets here; one with many (bench churn's 20,000 in random
- * order missed 79 lookups in 100 with 1024 slots) pays 256 KiB of its own
- * at most. When the mapping is refused, the cache stays as it is.
+ * holding the ids of the one it replaces (each a miss and a look-up in the
+ * table again otherwise). A thread with few hot stacks never gets here;
+ * one with many (bench churn's 20,000 in random order missed 79 lookups in
+ * 100 with 1024 slots) pays 256 KiB of its own at most. When the mapping
+ * is refused, the cache stays as it is.
  */
 static __attribute__((noinline)) void ids_grow(struct mt_area *area)
 {
@@ -389,6 +428,11 @@ static __attribute__((noinline)) void ids_grow(struct mt_area *area)
 		return;
 	p = mt_own_map(slots * sizeof(*p));
 	if (p != MAP_FAILED) {
+		/* each set's last first, so that its first stays first */
+		for (size_t i = area->ids_mask + 1; i-- > 0;)
+			if (area->ids[i].hash)
+				ids_put(ids_set(p, (uint32_t)slots - 1, area->ids[i].hash),
+				        area->ids[i].hash, (uint32_t)area->ids[i].id);
 		if (area->ids != area->ids_first)
 			mt_own_unmap(area->ids, (size_t)(area->ids_mask + 1) * sizeof(*area->ids));
 		area->ids = p;
@@ -398,33 +442,32 @@ static __attribute__((noinline)) void ids_grow(struct mt_area *area)
 }
 
 /*
- * The stack's id the long way: walked (reusing what holds of the last walk),
- * hashed, looked up in the thread's id cache and then in the table. Notes
- * the id for mt_unwind_again when nothing but the walk made it.
+ * The stack's id the long way, once walked (mt_stack_walked, reusing what
+ * holds of the last walk) and hashed: looked up in the thread's id cache
+ * and then in the table. Notes the id for mt_unwind_again when nothing but
+ * the walk made it.
  */
-uint32_t mt_stack_walked(void)
+uint32_t mt_stack_found(uint64_t h, int n)
 {
-	uint64_t h;
-	int n = mt_unwind((int)mt_config.depth, &h);
 	struct mt_area *area = mt_self.area;
-	unsigned c;
+	struct mt_id_slot *set;
 	uint32_t id;
 	bool python = false;
 
 	if (MT_UNLIKELY(!area))
 		return 0; /* no scratch memory for this thread: no stack */
 	area->npy = 0;
-	if (MT_UNLIKELY(mt_python_on) && mt_python_walk(area, &h))
-		python = true;
-	c = (unsigned)(h >> 32) & area->ids_mask;
-	if (area->ids[c].hash == h) {
-		id = (uint32_t)area->ids[c].id;
-	} else {
+	if (MT_UNLIKELY(mt_python_on)) {
+		uint64_t mixed = h; /* its address taken here only: h stays in a register */
+		python = mt_python_walk(area, &mixed);
+		h = mixed;
+	}
+	set = ids_set(area->ids, area->ids_mask, h);
+	id = ids_find(set, h);
+	if (!id) {
 		id = lookup(h, n);
-		if (id) {
-			area->ids[c].hash = h;
-			area->ids[c].id = id;
-		}
+		if (id)
+			ids_put(set, h, id);
 		if (MT_UNLIKELY(++area->ids_miss > 2 * area->ids_mask))
 			ids_grow(area);
 	}

@@ -44,17 +44,23 @@ struct dwarf_eh_bases {
 const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
 /*
- * A cache word: bits 0-47 the return address, bit 48 CFA base (0 rsp, 1 rbp),
- * bits 49-60 CFA offset / 8, bits 61-63 where rbp is saved (k: at CFA - 8k;
- * 0: not saved). CFA offset 0 marks the outermost frame (return address
- * undefined) and, with k 7, a frame only libunwind can step: both are CFA =
- * rsp, which fails walk's test of the CFA (it must be above sp), so that the
- * loop tests for neither. Offsets from 8 * OFF_LIMIT up are libunwind's too.
+ * A cache word: bits 16-63 the return address, bit 0 CFA base (0 rsp, 1
+ * rbp), bits 1-12 CFA offset / 8, bits 13-15 where rbp is saved (k: at CFA
+ * - 8k; 0: not saved). CFA offset 0 marks the outermost frame (return
+ * address undefined) and, with k 7, a frame only libunwind can step: both
+ * are CFA = rsp, which fails walk's test of the CFA (it must be above sp),
+ * so that the loop tests for neither. Offsets from 8 * OFF_LIMIT up are
+ * libunwind's too. The rule in the low bits takes no mask of the address
+ * off, and its base bit is tested with no 64-bit constant.
  */
 #define IP_MASK        ((1ull << 48) - 1)
-#define OFF_FIELD(r)   ((r) >> 49 & 0xfff)
+#define RULE(ip, rule) ((uint64_t)(ip) << 16 | (rule))
+#define RULE_IP(r)     ((r) >> 16)
+#define RULE_RBP       1u
+#define OFF_FIELD(r)   ((r) >> 1 & 0xfff)
+#define K_FIELD(r)     ((uint16_t)(r) >> 13)
 #define OFF_LIMIT      0xfff
-#define LIBUNWIND_ONLY (7ull << 61)
+#define LIBUNWIND_ONLY (7u << 13)
 
 /*
  * The cache is direct-mapped, 2^12 words (32 KiB) at first: a small program
@@ -70,7 +76,7 @@ const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 #define RULE_BITS_MAX   16
 #define RULE_BITS_STEP  2
 #define RULE_BITS_FIELD 4095        /* the cache is page-aligned */
-static _Atomic uintptr_t rules;     /* the cache's address | log2 of its words */
+static _Atomic uintptr_t rules;     /* the cache's address | log2 of its words; 0: none */
 static _Atomic uint64_t rules_made; /* rules computed since it was mapped */
 static _Atomic bool rules_grow_failed;
 static uintptr_t libgcc_lo, libgcc_hi;
@@ -393,7 +399,7 @@ static uint64_t compute_rule(uint64_t ip)
 		return 0;
 
 	if (s.ra.kind == UNDEFINED)
-		return ip; /* outermost: CFA offset 0 */
+		return RULE(ip, 0); /* outermost: CFA offset 0 */
 	if ((s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP) || s.cfa_off <= 0 || s.cfa_off % 8 ||
 	    s.cfa_off >= (int64_t)(8 * OFF_LIMIT) || s.ra.kind != AT_OFFSET || s.ra.off != -8)
 		return 0;
@@ -405,8 +411,7 @@ static uint64_t compute_rule(uint64_t ip)
 	} else if (s.rbp.kind != SAME) {
 		return 0;
 	}
-	return ip | (uint64_t)(s.cfa_reg == DW_RBP) << 48 | (uint64_t)(s.cfa_off / 8) << 49 |
-	       k << 61;
+	return RULE(ip, k << 13 | (uint64_t)(s.cfa_off / 8) << 1 | (s.cfa_reg == DW_RBP));
 }
 
 /* The slot of ip in the cache whose word (address | log2 of its words) is cache. */
@@ -468,10 +473,12 @@ static bool stack_bounds(struct mt_thread *t)
 
 /*
  * A thread's last walk, as register states stored outermost first:
- * f[0] is the outermost frame reached, f[n - 1] the state inside mt_unwind
- * itself. Each state is what stepping out of the one below gave; loaded says
- * how its bp was found (0 carried over, k loaded from sp - 8k) and h is the
- * stack hash folded from f[0] down to it.
+ * f[0] is the outermost frame reached, f[n - 1] the state inside
+ * mt_stack_walked itself. Each state is what stepping out of the one below
+ * gave; loaded says how its bp was found (0 carried over, k loaded from sp
+ * - 8k), and h[i] is the stack hash folded from f[0] down to f[i] (beside
+ * the states, which are 32 bytes without it: a count of states is a shift
+ * from a difference of pointers, not a multiplication).
  *
  * A new walk that reaches a state equal to one of these (same ip and sp,
  * and same bp unless the walk reloads bp before any rule reads it, as in
@@ -484,7 +491,6 @@ static bool stack_bounds(struct mt_thread *t)
 #define WALK_MAX (MT_MAX_DEPTH + 16)
 struct mt_frame {
 	uintptr_t ip, sp, bp;
-	uint64_t h;
 	uint8_t loaded; /* bp came from sp - 8 * loaded; 0: carried from the state below */
 	bool rbp_cfa;   /* the step out of this state computed the CFA from bp */
 	bool bp_live;   /* this state's bp is used before the walk reloads it */
@@ -493,7 +499,8 @@ struct mt_frame {
 /*
  * The stack words a walk read, outermost first, as the states they made:
  * state i's return address (at its sp - 8) and, when a state above uses it,
- * the bp it loaded: word j is at chk_addr[j] and held chk_val[j]. The words
+ * the bp it loaded: word j is at chk_above[j] - 8 (a return address's is
+ * its state's sp, one store fewer a state) and held chk_val[j]. The words
  * of states 0 to c - 1 are words 0 to first[c] - 1, so checking that the
  * walk above state c still holds is one tight run of loads and compares,
  * with nothing to decode. The values are 16-byte aligned (the area is
@@ -509,12 +516,14 @@ struct mt_walk {
 	 */
 	struct mt_frame below;
 	struct mt_frame f[WALK_MAX];
+	uint64_t h[WALK_MAX];
 	_Alignas(16) uintptr_t chk_val[2 * WALK_MAX];
-	uintptr_t chk_addr[2 * WALK_MAX];
+	uintptr_t chk_above[2 * WALK_MAX];
 	uint16_t first[WALK_MAX + 1];
 };
 _Static_assert(offsetof(struct mt_walk, chk_val) % 16 == 0 && sizeof(struct mt_area) % 16 == 0,
                "first_changed's aligned loads");
+_Static_assert(sizeof(struct mt_frame) == 32, "a count of states is a shift");
 _Static_assert(offsetof(struct mt_walk, f) ==
                        offsetof(struct mt_walk, below) + sizeof(struct mt_frame),
                "below is f[-1]");
@@ -545,23 +554,24 @@ static __attribute__((noinline)) int where_changed(const struct mt_walk *w, unsi
 	for (unsigned j = w->first[c]; j-- > 0;) {
 		while (w->first[s] > j)
 			s--;
-		if (*(const uintptr_t *)w->chk_addr[j] != w->chk_val[j])
+		if (*(const uintptr_t *)(w->chk_above[j] - 8) != w->chk_val[j])
 			return (int)s;
 	}
 	return -1;
 }
 
-/* Two stack words, at a and b, as one vector. */
+/* Two stack words, below a and below b, as one vector. */
 static inline __m128i load_two(uintptr_t a, uintptr_t b)
 {
-	return _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)a)),
-	                                     (const double *)b));
+	return _mm_castpd_si128(
+	        _mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(a - 8))),
+	                     (const double *)(b - 8)));
 }
 
 /* Whether any of w's first n stack words changed since w was walked. */
 static inline __attribute__((always_inline)) bool words_differ(const struct mt_walk *w, unsigned n)
 {
-	const uintptr_t *a = w->chk_addr, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
+	const uintptr_t *a = w->chk_above, *eights = a + (n & ~7u), *twos = a + (n & ~1u);
 	const __m128i *v = (const __m128i *)w->chk_val;
 	__m128i diff = _mm_setzero_si128();
 	uintptr_t rest = 0;
@@ -582,7 +592,7 @@ static inline __attribute__((always_inline)) bool words_differ(const struct mt_w
 		diff = _mm_or_si128(diff, MT_CHECK_TWO(0));
 #undef MT_CHECK_TWO
 	if (n & 1)
-		rest = *(const uintptr_t *)a[0] ^ w->chk_val[n - 1];
+		rest = *(const uintptr_t *)(a[0] - 8) ^ w->chk_val[n - 1];
 	return MT_UNLIKELY(rest ||
 	                   _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff);
 }
@@ -599,7 +609,7 @@ static inline __attribute__((always_inline)) int words_changed(const struct mt_w
 	return words_differ(w, w->first[c]) ? where_changed(w, c) : -1;
 }
 
-/* words_changed as a call, for mt_unwind's check (walk's candidates check in line). */
+/* words_changed as a call, for unwind's check (walk's candidates check in line). */
 static __attribute__((noinline)) int first_changed(const struct mt_walk *w, unsigned c)
 {
 	return words_changed(w, c);
@@ -620,25 +630,26 @@ static void finish_from(struct mt_walk *w, unsigned from)
 	/* the state above uses the bp it carries over from this one */
 	bool passes_on =
 	        from == 0 ? w->truncated : !w->f[from - 1].loaded && w->f[from - 1].bp_live;
-	uint64_t h = from == 0 ? MT_HASH_SEED : w->f[from - 1].h;
+	uint64_t h = from == 0 ? MT_HASH_SEED : w->h[from - 1];
 
 	for (; f != end; f++, i++) {
-		/* read before any store: a word's store may alias them for the compiler */
-		uintptr_t ip = f->ip, sp = f->sp, bp = f->bp;
+		/* read before any store: a word's store may alias them for the compiler (bp, read
+		 * after, only where loaded: most states carry theirs over) */
+		uintptr_t ip = f->ip, sp = f->sp;
 		unsigned loaded = f->loaded;
 		bool live = f->rbp_cfa || passes_on;
 
 		h = mt_hash_fold(h, ip);
-		f->h = h;
+		w->h[i] = h;
 		f->bp_live = live;
 		w->first[i] = (uint16_t)j;
-		w->chk_addr[j] = sp - 8;
+		w->chk_above[j] = sp;
 		w->chk_val[j] = ip;
 		j++;
 		if (loaded) { /* this state's bp was loaded: checked if used, not passed on */
 			if (live) {
-				w->chk_addr[j] = sp - 8 * loaded;
-				w->chk_val[j++] = bp;
+				w->chk_above[j] = sp - 8 * loaded + 8;
+				w->chk_val[j++] = f->bp;
 			}
 			passes_on = false;
 		} else {
@@ -696,7 +707,7 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
 	int err = errno; /* _Unwind_Find_FDE walks the loader's list; mmap */
 	r = compute_rule(ip);
 	if (!r)
-		r = ip | LIBUNWIND_ONLY;
+		r = RULE(ip, LIBUNWIND_ONLY);
 	atomic_store_explicit(s, r, memory_order_relaxed);
 	rule_made();
 	errno = err;
@@ -707,9 +718,9 @@ static __attribute__((noinline)) uint64_t rule_miss(_Atomic uint64_t *s, uintptr
  * One step out of state f (whose rbp_cfa it sets) into next, by the cached
  * rule of f's return address (extend_outwards' step; walk's loop does the
  * same on its locals, and the two must agree); cache is the rule cache as
- * the walk began (a replaced cache stays mapped). next's h and bp_live are
- * the caller's to set. A return address is never 0 (the walk stops below
- * 4096), so an empty slot reads as another address's.
+ * the walk began (a replaced cache stays mapped). next's bp_live (and
+ * hash) are the caller's to set. A return address is never 0 (the walk
+ * stops below 4096), so an empty slot reads as another address's.
  */
 static inline __attribute__((always_inline)) enum step
 step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *next,
@@ -719,16 +730,16 @@ step(struct mt_thread *t, uintptr_t cache, struct mt_frame *f, struct mt_frame *
 	uint64_t r = atomic_load_explicit(s, memory_order_relaxed);
 	uintptr_t cfa, k, off;
 
-	if (MT_UNLIKELY((r & IP_MASK) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
+	if (MT_UNLIKELY(RULE_IP(r) != f->ip) && !(r = rule_miss(s, f->ip, seen, nseen)))
 		return STEP_LIBUNWIND;
 	off = OFF_FIELD(r);
 	if (MT_UNLIKELY(!off)) /* outermost frame, or libunwind's */
-		return r == (f->ip | LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
-	f->rbp_cfa = r >> 48 & 1;
+		return r == RULE(f->ip, LIBUNWIND_ONLY) ? STEP_LIBUNWIND : STEP_END;
+	f->rbp_cfa = r & RULE_RBP;
 	cfa = (f->rbp_cfa ? f->bp : f->sp) + off * 8;
 	if (MT_UNLIKELY(cfa <= f->sp || cfa > t->stack_hi))
 		return STEP_END; /* not a stack we can trust */
-	k = r >> 61;
+	k = K_FIELD(r);
 	next->sp = cfa;
 	next->bp = f->bp;
 	next->loaded = 0;
@@ -795,7 +806,7 @@ static inline __attribute__((always_inline)) bool same_stack(const struct mt_wal
 /*
  * Hot path: the id of the last stack, when the caller's stack is that one
  * again (a loop allocating from one place: 7 allocations in 8 on bench
- * small), else 0. mt_stack_current's short way: what mt_unwind would find
+ * small), else 0. mt_stack_current's short way: what unwind would find
  * (the walk kept as it is, so the same hash) without its set-up, the hash's
  * finish and the id cache. mt_self.again_id is set only for a walk of this
  * walker (not libunwind's) whose id mt_stack_current took with no Python
@@ -808,12 +819,11 @@ uint32_t mt_unwind_again(void)
 	const struct mt_walk *w;
 	const struct mt_frame *last;
 
-	/* first what fails for a stack elsewhere, with no register to save */
-	if (!t->again_id || t->caller_ip != t->again_ip || t->caller_sp != t->again_sp ||
-	    MT_UNLIKELY(!area))
+	/* the caller's ip and sp are again_ip and again_sp (mt_stack_current tested them) */
+	if (!t->again_id || MT_UNLIKELY(!area))
 		return 0;
 	/* same_stack's tests but those that hold: again_ip and again_sp are the walk's innermost
-	 * state's (mt_stack_walked), and the walk holds one at least */
+	 * state's (mt_stack_found), and the walk holds one at least */
 	w = area->walk;
 	last = &w->f[w->n - 1];
 	if (w->gen != mt_module_gen || (last->bp_live && last->bp != t->caller_bp) ||
@@ -867,7 +877,7 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	/* the state reached, top[-(k - 1)] (k counted at the end), and the last that max allows */
 	struct mt_frame *f = top, *const last = top - (max - 1);
 
-	top[0] = (struct mt_frame){ip, sp, bp, 0, 0, false, true};
+	top[0] = (struct mt_frame){ip, sp, bp, 0, false, true};
 	for (;;) {
 		while (cand->sp < sp)
 			cand--;
@@ -901,7 +911,7 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		 * no cache word, and 0 reads an empty one as the outermost rule), not
 		 * at every load.
 		 */
-		if (MT_UNLIKELY((r & IP_MASK) != ip)) {
+		if (MT_UNLIKELY(RULE_IP(r) != ip)) {
 			if (MT_UNLIKELY(not_code(ip))) {
 				f++;
 				break;
@@ -911,16 +921,16 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 		}
 		off = OFF_FIELD(r);
 		/* set here for every state but the last, and where the walk stops after it */
-		f->rbp_cfa = (bool)(r >> 48 & 1);
-		cfa = (r & 1ull << 48 ? bp : sp) + off * 8;
+		f->rbp_cfa = (bool)(r & RULE_RBP);
+		cfa = (r & RULE_RBP ? bp : sp) + off * 8;
 		if (MT_UNLIKELY(cfa <= sp || cfa > hi)) {
 			if (MT_UNLIKELY(not_code(ip)))
 				f++; /* 0, in an empty word */
-			else if (MT_UNLIKELY(r == (ip | LIBUNWIND_ONLY)))
+			else if (MT_UNLIKELY(r == RULE(ip, LIBUNWIND_ONLY)))
 				return -1;
 			break; /* the outermost frame, or not a stack we can trust */
 		}
-		kk = r >> 61;
+		kk = K_FIELD(r);
 		if (kk && cfa - 8 * kk >= lo) {
 			bp = *(const uintptr_t *)(cfa - 8 * kk);
 			loaded = (uint8_t)kk;
@@ -955,11 +965,17 @@ walk(struct mt_thread *t, struct mt_walk *w, uintptr_t ip, uintptr_t sp, uintptr
 	return w->truncated || was_truncated ? 0 : keep + 1;
 }
 
+/* A walk's answer: the stack's hash and depth. */
+struct unwound {
+	uint64_t hash;
+	int n;
+};
+
 /*
  * libunwind walks from here: its first frames are memtrace's own, up to the
  * interposed function; the caller's frame follows them.
  */
-static int fallback(struct mt_area *area, int max, uint64_t *hash)
+static struct unwound fallback(struct mt_area *area, int max)
 {
 	void *buf[WALK_MAX];
 	int err = errno, n, skip = 0;
@@ -978,12 +994,15 @@ static int fallback(struct mt_area *area, int max, uint64_t *hash)
 		area->walk->n = 0;
 		area->in_fallback = true;
 	}
-	*hash = mt_hash_frames(buf + skip, n);
-	return n;
+	return (struct unwound){mt_hash_frames(buf + skip, n), n};
 }
 
-/* walk is inlined: churn walks at every allocation, and a call saves six registers */
-MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
+/*
+ * The hash and depth of the stack of the last MT_MARK_CALLER, at most max
+ * frames. walk is inlined: churn walks at every allocation, and a call
+ * saves six registers.
+ */
+static inline __attribute__((always_inline)) MT_NO_SLP struct unwound unwind(int max)
 {
 	struct mt_thread *t = &mt_self;
 	struct mt_area *area;
@@ -999,11 +1018,11 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 		errno = err;
 	}
 	area = t->area;
-	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test */
+	/* stack_hi is known by now; 1 (unknown: libunwind) fails the last test. No rule
+	 * cache: libunwind does every walk (MEMTRACE_UNWIND=libunwind too, mt_unwind_init) */
 	if (MT_UNLIKELY(!area || !atomic_load_explicit(&rules, memory_order_relaxed) ||
-	                !mt_config.fast_unwind || !t->caller_ip || t->caller_sp <= t->stack_lo ||
-	                t->caller_sp > t->stack_hi))
-		return fallback(area, max, hash);
+	                !t->caller_ip || t->caller_sp <= t->stack_lo || t->caller_sp > t->stack_hi))
+		return fallback(area, max);
 	area->in_fallback = false;
 	w = area->walk;
 	if (MT_UNLIKELY(w->gen != mt_module_gen)) {
@@ -1021,19 +1040,24 @@ MT_NO_SLP int mt_unwind(int max, uint64_t *hash)
 	else
 		from = walk(t, w, t->caller_ip, t->caller_sp, t->caller_bp, (unsigned)max);
 	if (MT_UNLIKELY(from < 0))
-		return fallback(area, max, hash);
+		return fallback(area, max);
 	n = (int)w->n;
 	if (w->truncated) {
 		/* the prefix hashes start at the cut, not at the outermost frame */
 		h = MT_HASH_SEED;
 		for (i = 0; i < n; i++)
 			h = mt_hash_fold(h, w->f[i].ip);
-		*hash = mt_hash_finish(h, (unsigned)n);
-		return n;
+		return (struct unwound){mt_hash_finish(h, (unsigned)n), n};
 	}
 	/* finish_from folded the hashes of the states walk made */
-	*hash = mt_hash_finish(n ? w->f[n - 1].h : MT_HASH_SEED, (unsigned)n);
-	return n;
+	return (struct unwound){mt_hash_finish(n ? w->h[n - 1] : MT_HASH_SEED, (unsigned)n), n};
+}
+
+MT_NO_SLP uint32_t mt_stack_walked(void)
+{
+	struct unwound u = unwind((int)mt_config.depth);
+
+	return mt_stack_found(u.hash, u.n);
 }
 
 void mt_unwind_frames(void **frames, int n)
@@ -1044,16 +1068,19 @@ void mt_unwind_frames(void **frames, int n)
 		__builtin_memcpy(frames, area->fallback, (size_t)n * sizeof(void *));
 		return;
 	}
+	/* the innermost state in a local: each store through frames may alias the walk */
+	const struct mt_frame *f = &area->walk->f[area->walk->n - 1];
 	for (int i = 0; i < n; i++)
-		frames[i] = (void *)area->walk->f[area->walk->n - 1 - (unsigned)i].ip;
+		frames[i] = (void *)f[-i].ip;
 }
 
 void mt_unwind_init(void)
 {
 	void *p;
 
-	if (!mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
-		return; /* libunwind does every walk */
+	if (!mt_config.fast_unwind ||
+	    !mt_module_range((uintptr_t)&_Unwind_Find_FDE, &libgcc_lo, &libgcc_hi))
+		return; /* libunwind does every walk: no rule cache */
 	p = rules_map(RULE_BITS_FIRST);
 	if (p != MAP_FAILED)
 		atomic_store(&rules, (uintptr_t)p | RULE_BITS_FIRST);
@@ -1070,9 +1097,10 @@ void mt_unwind_forget(void)
 
 #else
 
-int mt_unwind(int max, uint64_t *hash)
+uint32_t mt_stack_walked(void)
 {
 	struct mt_area *area = mt_area_get(&mt_self);
+	int max = (int)mt_config.depth;
 	void *buf[MT_MAX_DEPTH + 16];
 	int n, skip = 0;
 
@@ -1087,8 +1115,7 @@ int mt_unwind(int max, uint64_t *hash)
 		n = max;
 	if (area)
 		__builtin_memcpy(area->fallback, buf + skip, (size_t)n * sizeof(void *));
-	*hash = mt_hash_frames(buf + skip, n);
-	return area ? n : 0;
+	return mt_stack_found(mt_hash_frames(buf + skip, n), area ? n : 0);
 }
 
 void mt_unwind_frames(void **frames, int n)
