@@ -590,9 +590,9 @@ static __attribute__((noinline)) int alloc_rare(struct mt_analysis_run *run,
 	                   ev->stack);
 }
 
-static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
-                                              const struct mt_instance *in,
-                                              const struct mt_event *ev, uint32_t thread)
+/* An allocation's own work (on_alloc, on_pair). */
+HOT int alloc_event(struct mt_analysis_run *run, const struct mt_instance *in,
+                    const struct mt_event *ev, uint32_t thread)
 {
 	if (ev->kind != MT_KIND_HOST || thread >= run->nby_stream || !run->by_stream[thread] ||
 	    use_maps(run) || !run->res->kind[MT_KIND_HOST].histogram ||
@@ -603,14 +603,22 @@ static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
 	return 0;
 }
 
+static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
+                                              const struct mt_instance *in,
+                                              const struct mt_event *ev, uint32_t thread)
+{
+	return alloc_event(run, in, ev, thread);
+}
+
 static __attribute__((noinline)) int
 free_rare(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
 {
 	return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
 }
 
-static __attribute__((noinline)) int
-on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+/* A free's own work (on_free, on_pair). */
+HOT int free_event(struct mt_analysis_run *run, const struct mt_instance *in,
+                   const struct mt_event *ev)
 {
 	const enum mt_kind k = MT_KIND_HOST;
 	int t;
@@ -624,6 +632,12 @@ on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct 
 		return free_rare(run, in, ev);
 	temporary(run, k, (uint32_t)t, &run->temp_by_stack[k].dense[run->threads[t].cand[k].stack]);
 	return 0;
+}
+
+static __attribute__((noinline)) int
+on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+{
+	return free_event(run, in, ev);
 }
 
 static __attribute__((noinline)) int on_realloc(struct mt_analysis_run *run,
@@ -673,6 +687,28 @@ static int on_event(void *ctx, const struct mt_instance *in, const struct mt_eve
 		return on_event_rare(run, in, ev, thread);
 	run->events_done++;
 	return on_event_type(run, in, ev, thread);
+}
+
+/*
+ * on_event of an ALLOC, then of the FREE of its block that came next (the replay applied both
+ * first: nothing on_event reads of an allocation changed): one call, and one look at what is
+ * rare, for the two.
+ */
+static int on_pair(void *ctx, const struct mt_instance *in, const struct mt_event *alloc,
+                   uint32_t alloc_thread, const struct mt_event *free_ev, uint32_t free_thread)
+{
+	struct mt_analysis_run *run = ctx;
+	int r;
+
+	if (in != run->in || run->reach.scan.seen || run->events_done + 2 >= run->next_progress) {
+		if ((r = on_event(ctx, in, alloc, alloc_thread)) != 0)
+			return r;
+		return on_event(ctx, in, free_ev, free_thread);
+	}
+	run->events_done += 2;
+	if ((r = alloc_event(run, in, alloc, alloc_thread)) != 0)
+		return r;
+	return free_event(run, in, free_ev);
 }
 
 static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
@@ -794,6 +830,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	        .before = hooks && hooks->before ? on_before : NULL,
 	        /* events without a record, unless a command looks at every record */
 	        .event = hooks && hooks->record ? NULL : on_event,
+	        .pair = on_pair,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
 	struct mt_analysis_run run = {0};

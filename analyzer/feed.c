@@ -341,7 +341,7 @@ static void start(struct mt_feed *f)
  * stream due before any other's in slots before `end` (run), before the
  * error after them: at most four slots more than the run's.
  */
-static void produce(struct mt_feed *f, uint64_t end)
+static void produce_units(struct mt_feed *f, uint64_t end)
 {
 	const struct stream *next = NULL;
 	struct stream *s;
@@ -386,6 +386,34 @@ static void produce(struct mt_feed *f, uint64_t end)
 		}
 	}
 	heap_down(f->heap, f->nheap, 0);
+}
+
+/*
+ * Marks MT_UNIT_PAIR on the units made from `from` on: an ALLOC and the next
+ * one, made in the same call, side by side in the ring (the one made last is
+ * published before the next is known; a pair does not wrap).
+ */
+static void mark_pairs(struct mt_feed *f, uint64_t from)
+{
+	for (uint64_t t = from; t + 1 < f->tail; t++) {
+		struct mt_unit *u = &f->ring[t & (RING - 1)];
+		const struct mt_unit *n = u + 1;
+		if (u->flags & MT_UNIT_CHUNK) {
+			t++; /* the chunk's header */
+			continue;
+		}
+		if (u->flags == 0 && u->ev.type == MT_REC_ALLOC && (t & (RING - 1)) != RING - 1 &&
+		    n->flags == 0 && n->ev.type == MT_REC_FREE && n->ev.addr == u->ev.addr)
+			u->flags = MT_UNIT_PAIR;
+	}
+}
+
+static void produce(struct mt_feed *f, uint64_t end)
+{
+	uint64_t from = f->tail;
+
+	produce_units(f, end);
+	mark_pairs(f, from);
 }
 
 /*

@@ -50,6 +50,9 @@ struct mt_unit {
 /* Only the record (mt_feed_next decodes it again) holds the fields: ev.type, time, t0 and
  * offset order it. */
 #define MT_UNIT_WHOLE 2u
+/* An ALLOC whose next unit, at u + 1 in memory (mt_feed_next gives it next), is a FREE of
+ * the same address. */
+#define MT_UNIT_PAIR 16u
 
 /* A unit's merge key: the moment it takes effect. */
 static inline uint64_t mt_unit_key(const struct mt_unit *u)

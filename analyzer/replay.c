@@ -1022,22 +1022,18 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
 }
 
 /*
- * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
- * checkpoints.n and moves every position the growth figures follow, so one
- * comparison says whether its cold part is behind. A lean replay takes no
- * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
- * Inline: its call cost a tenth of an event's instructions. freed: the change
- * takes a block away (a constant where inlined).
+ * Stat i of `kind` (stat_of) brought up to date before a change of its
+ * figures. A checkpoint or mark bumps checkpoints.n and moves every position
+ * the growth figures follow, so one comparison says whether its cold part is
+ * behind. A lean replay takes no checkpoint (it applies events only): its
+ * synced stays checkpoints.n, 0. Inline, as adjust_by: its call cost a tenth
+ * of an event's instructions.
  */
-static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
-                                                            int64_t dbytes, int64_t dblocks,
-                                                            uint64_t allocs, uint64_t alloc_bytes,
-                                                            bool freed)
+static inline __attribute__((always_inline)) struct stat_hot *
+stat_touch(struct mt_instance *in, uint32_t i, enum mt_kind kind)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
-	enum mt_kind kind = (enum mt_kind)s->kind;
-	struct mt_kind_stats *k = &in->kind[kind];
 
 	if (s->synced != in->checkpoints.n) {
 		sync_growth(in, &p->cold[i], s->live_bytes);
@@ -1048,6 +1044,21 @@ static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *
 		s->peak_blocks = s->live_blocks;
 		s->epoch = p->epoch[kind];
 	}
+	return s;
+}
+
+/* A change of the figures of stat i (stat_of): freed, the change takes a block away (a
+ * constant where inlined). */
+static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes,
+                                                            bool freed)
+{
+	struct mt_instance_priv *p = in->priv;
+	enum mt_kind kind = (enum mt_kind)p->hot[i].kind;
+	struct stat_hot *s = stat_touch(in, i, kind);
+	struct mt_kind_stats *k = &in->kind[kind];
+
 	s->live_bytes += (uint64_t)dbytes;
 	s->live_blocks += (uint64_t)dblocks;
 	k->live_bytes += (uint64_t)dbytes;
@@ -1694,6 +1705,70 @@ static int event_realloc(struct mt_instance *in, struct live *l, bool first_half
 	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
 }
 
+/*
+ * An ALLOC (unit a) and the FREE of its block that is the instance's very
+ * next event half (f), applied together: 1, or 0 when they must go one by
+ * one (nothing applied). Most blocks of many programs go like this, and
+ * the two applies change, of all the state, only what this changes the
+ * same: the stack's figures (brought up to date, then its allocations and
+ * bytes allocated; its live figures are back where they were), the kind's
+ * allocations, bytes allocated and frees, the traced figures of the
+ * samples (the bytes live just before the free were the most), the young
+ * list (the block's entry goes again: its pages are never counted),
+ * last_free_size and now. What it must not change goes the slow way: a new
+ * peak of the kind (its time and every stack's figures at it), a block
+ * already at the address (its lost free), a sampled block (its weight), a
+ * big one (the big map), a live set or young list about to grow or catch
+ * up (the slots' order, the pages), and a checkpoint or a child's fork
+ * between the two (each takes the live set at its moment). The live set's
+ * map is as before: the block's slot would be the first empty one of its
+ * probe run, and taking it would shift nothing back.
+ */
+static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *in,
+                                                            const struct mt_event *a,
+                                                            const struct mt_event *f,
+                                                            uint64_t next_fork)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *l = p->live;
+	struct mt_kind_stats *k = &in->kind[MT_KIND_HOST];
+	uint64_t key = mt_block_key(a->fn, a->addr), h, traced;
+	struct stat_hot *s;
+	uint32_t i;
+	int ret;
+
+	if (a->kind != MT_KIND_HOST || key != mt_block_key(f->fn, f->addr) || a->addr == 0 ||
+	    a->size >= HOST_BIG || in->sampling || k->live_bytes + a->size > k->peak_bytes ||
+	    p->next_even_tick < f->time || next_fork < f->time || l->host.count >= l->host.limit ||
+	    l->nyoung == l->young_cap || (h = mt_map_mix(key)) == MT_MAP_EMPTY)
+		return 0;
+	for (size_t j = mt_map_home(&l->host, h);; j = (j + 1) & (l->host.cap - 1)) {
+		uint64_t *slot = mt_map_slot(&l->host, j, HOST_SHIFT);
+		if (*slot == h)
+			return 0;
+		if (*slot == MT_MAP_EMPTY)
+			break;
+	}
+	if ((ret = stat_of(in, MT_KIND_HOST, in->id, a->stack, &i)) < 0)
+		return ret;
+	s = stat_touch(in, i, MT_KIND_HOST);
+	s->allocations++;
+	s->bytes_allocated += a->size;
+	k->allocations++;
+	k->bytes_allocated += a->size;
+	k->frees++;
+	traced = k->live_bytes + in->kind[MT_KIND_MMAP].live_bytes + a->size;
+	p->traced_before_last = traced;
+	if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
+		in->samples[in->nsamples - 1].traced_max = traced;
+	p->sample_waits = false;
+	if (p->traced_most < traced)
+		p->traced_most = traced;
+	in->last_free_size = a->size;
+	p->now = f->time;
+	return 1;
+}
+
 /* apply() for a unit that holds its event. Inline: the ring's consumer and the report's feed
  * call it once an event. */
 static inline __attribute__((always_inline)) int
@@ -1939,6 +2014,10 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	        cb ? cb->record : NULL;
 	int (*on_event)(void *, const struct mt_instance *, const struct mt_event *, uint32_t) =
 	        cb && !on_before ? cb->event : NULL;
+	int (*on_pair)(void *, const struct mt_instance *, const struct mt_event *, uint32_t,
+	               const struct mt_event *, uint32_t) = on_event ? cb->pair : NULL;
+	/* an ALLOC and its FREE at once where no callback wants each of them on its own */
+	bool pairs = !on_before && (on_event ? on_pair != NULL : !on_record);
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -2016,6 +2095,19 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				ret = -ENOMEM;
 				goto out;
 			}
+		}
+		if ((u->flags & MT_UNIT_PAIR) && pairs &&
+		    (ret = apply_pair(in, &u->ev, &u[1].ev,
+		                      next_child < nchildren ? children[next_child]->start_time
+		                                             : UINT64_MAX)) != 0) {
+			if (ret < 0)
+				goto out;
+			if (on_pair &&
+			    (ret = on_pair(ctx, in, &u->ev, u->stream, &u[1].ev, u[1].stream)) != 0)
+				goto out;
+			/* the FREE taken: mt_feed_next gives u + 1 */
+			mt_feed_next(feed, &u, err);
+			continue;
 		}
 		if (!(u->flags & MT_UNIT_WHOLE) && !on_before) {
 			/* an event whose fields the unit holds: its record only if asked for */
@@ -2366,12 +2458,7 @@ int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *a
 		return 0;
 	if ((ret = stat_of(in, (enum mt_kind)alloc->kind, in->id, (uint32_t)alloc->stack, &i)) < 0)
 		return ret;
-	s = &p->hot[i];
-	if (s->epoch != p->epoch[alloc->kind]) {
-		s->peak_bytes = s->live_bytes;
-		s->peak_blocks = s->live_blocks;
-		s->epoch = p->epoch[alloc->kind];
-	}
+	s = stat_touch(in, i, (enum mt_kind)alloc->kind);
 	s->allocations++;
 	s->bytes_allocated += alloc->size;
 	k->allocations++;
