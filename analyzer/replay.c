@@ -1706,23 +1706,24 @@ static int event_realloc(struct mt_instance *in, struct live *l, bool first_half
 }
 
 /*
- * An ALLOC (unit a) and the FREE of its block that is the instance's very
- * next event half (f), applied together: 1, or 0 when they must go one by
- * one (nothing applied). Most blocks of many programs go like this, and
- * the two applies change, of all the state, only what this changes the
- * same: the stack's figures (brought up to date, then its allocations and
- * bytes allocated; its live figures are back where they were), the kind's
- * allocations, bytes allocated and frees, the traced figures of the
- * samples (the bytes live just before the free were the most), the young
- * list (the block's entry goes again: its pages are never counted),
- * last_free_size and now. What it must not change goes the slow way: a new
- * peak of the kind (its time and every stack's figures at it), a block
- * already at the address (its lost free), a sampled block (its weight), a
- * big one (the big map), a live set or young list about to grow or catch
- * up (the slots' order, the pages), and a checkpoint or a child's fork
- * between the two (each takes the live set at its moment). The live set's
- * map is as before: the block's slot would be the first empty one of its
- * probe run, and taking it would shift nothing back.
+ * An ALLOC (a) and the FREE of its block that is the instance's very next
+ * event half (f), applied together: 1, or 0 when they must go one by one
+ * (nothing applied). Most blocks of many programs go like this, and the two
+ * applies change, of all the state, only what this changes the same: the
+ * stack's allocations and bytes allocated (made if new; its live figures
+ * are back where they were, so that its growth and peak figures, brought
+ * up to date at its next change, are the same), the kind's allocations,
+ * bytes allocated and frees, the traced figures of the samples (the bytes
+ * live just before the free were the most) and last_free_size. The block
+ * leaves the live set and the young list as they were (its pages are never
+ * counted; a big one's entry in the big map comes and goes): its slot
+ * would be the first empty one of its probe run, and taking it would shift
+ * nothing back. What it must not change goes the slow way: a new peak of
+ * the kind (its time and every stack's figures at it), a block already at
+ * the address (its lost free), a sampled block (its weight), a live set
+ * about to grow (the slots' order, which walks follow), and a checkpoint
+ * or a child's fork between the two (each takes the live set at its
+ * moment).
  */
 static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *in,
                                                             const struct mt_event *a,
@@ -1738,9 +1739,9 @@ static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *
 	int ret;
 
 	if (a->kind != MT_KIND_HOST || key != mt_block_key(f->fn, f->addr) || a->addr == 0 ||
-	    a->size >= HOST_BIG || in->sampling || k->live_bytes + a->size > k->peak_bytes ||
+	    in->sampling || k->live_bytes + a->size > k->peak_bytes ||
 	    p->next_even_tick < f->time || next_fork < f->time || l->host.count >= l->host.limit ||
-	    l->nyoung == l->young_cap || (h = mt_map_mix(key)) == MT_MAP_EMPTY)
+	    (h = mt_map_mix(key)) == MT_MAP_EMPTY)
 		return 0;
 	for (size_t j = mt_map_home(&l->host, h);; j = (j + 1) & (l->host.cap - 1)) {
 		uint64_t *slot = mt_map_slot(&l->host, j, HOST_SHIFT);
@@ -1751,7 +1752,7 @@ static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *
 	}
 	if ((ret = stat_of(in, MT_KIND_HOST, in->id, a->stack, &i)) < 0)
 		return ret;
-	s = stat_touch(in, i, MT_KIND_HOST);
+	s = &p->hot[i];
 	s->allocations++;
 	s->bytes_allocated += a->size;
 	k->allocations++;
@@ -1765,7 +1766,6 @@ static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *
 	if (p->traced_most < traced)
 		p->traced_most = traced;
 	in->last_free_size = a->size;
-	p->now = f->time;
 	return 1;
 }
 
@@ -2458,7 +2458,12 @@ int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *a
 		return 0;
 	if ((ret = stat_of(in, (enum mt_kind)alloc->kind, in->id, (uint32_t)alloc->stack, &i)) < 0)
 		return ret;
-	s = stat_touch(in, i, (enum mt_kind)alloc->kind);
+	s = &p->hot[i];
+	if (s->epoch != p->epoch[alloc->kind]) {
+		s->peak_bytes = s->live_bytes;
+		s->peak_blocks = s->live_blocks;
+		s->epoch = p->epoch[alloc->kind];
+	}
 	s->allocations++;
 	s->bytes_allocated += alloc->size;
 	k->allocations++;
