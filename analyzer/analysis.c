@@ -322,6 +322,16 @@ HOT int candidate_scan(const struct mt_analysis_run *run, enum mt_kind k, uint64
 	return -1;
 }
 
+/* Whether a thread before t has its candidate of kind k at addr (candidate_scan finds it first). */
+HOT bool candidate_before(const struct mt_analysis_run *run, enum mt_kind k, uint64_t addr,
+                          uint32_t t)
+{
+	for (uint32_t i = 0; i < t; i++)
+		if (run->threads[i].pending[k] && run->threads[i].addr[k] == addr)
+			return true;
+	return false;
+}
+
 /* The thread whose candidate of kind k is addr, or -1. */
 HOT int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
 {
@@ -691,13 +701,18 @@ static int on_event(void *ctx, const struct mt_instance *in, const struct mt_eve
 
 /*
  * on_event of an ALLOC, then of the FREE of its block that came next (the replay applied both
- * first: nothing on_event reads of an allocation changed): one call, and one look at what is
- * rare, for the two.
+ * first: nothing on_event reads of an allocation changed): one call for the two. Where both go
+ * their usual way (alloc_event's and free_event's) and no thread before the ALLOC's has its
+ * candidate at the address, the FREE finds the ALLOC's thread's candidate (candidate_scan): it is
+ * counted a temporary at once, never kept (a candidate not pending is never read).
  */
 static int on_pair(void *ctx, const struct mt_instance *in, const struct mt_event *alloc,
                    uint32_t alloc_thread, const struct mt_event *free_ev, uint32_t free_thread)
 {
 	struct mt_analysis_run *run = ctx;
+	const enum mt_kind k = MT_KIND_HOST;
+	uint64_t key = mt_block_key(alloc->fn, alloc->addr);
+	uint32_t t;
 	int r;
 
 	if (in != run->in || run->reach.scan.seen || run->events_done + 2 >= run->next_progress) {
@@ -706,9 +721,23 @@ static int on_pair(void *ctx, const struct mt_instance *in, const struct mt_even
 		return on_event(ctx, in, free_ev, free_thread);
 	}
 	run->events_done += 2;
-	if ((r = alloc_event(run, in, alloc, alloc_thread)) != 0)
-		return r;
-	return free_event(run, in, free_ev);
+	/* alloc_fast last: it notes the block where it says true */
+	if (alloc->kind != k || alloc_thread >= run->nby_stream || !run->by_stream[alloc_thread] ||
+	    use_maps(run) || !run->res->kind[k].histogram || !alloc->addr || free_ev->kind != k ||
+	    free_ev->fn >= MT_FN_CUDA_MALLOC || free_ev->addr != key ||
+	    !mt_diagnosis_free_quiet(&run->res->diag, in->last_free_size) ||
+	    alloc->stack >= run->temp_by_stack[k].cap ||
+	    candidate_before(run, k, key, t = run->by_stream[alloc_thread] - 1) ||
+	    !mt_diagnosis_alloc_fast(&run->res->diag, in, alloc->addr, alloc->size)) {
+		if ((r = alloc_event(run, in, alloc, alloc_thread)) != 0)
+			return r;
+		return free_event(run, in, free_ev);
+	}
+	run->res->kind[k].histogram[bucket_of(alloc->size)]++;
+	run->threads[t].pending[k] = false;
+	run->res->kind[k].temporary++;
+	run->temp_by_stack[k].dense[alloc->stack]++;
+	return 0;
 }
 
 static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
