@@ -251,6 +251,23 @@ static int ends_run(struct stream *s, const struct mt_unit *u)
 	return 1;
 }
 
+/*
+ * u, made at slot `at`, frees the block of the unit made just before it in
+ * the same call of produce (the stream's head or its run's, not published
+ * yet): that one is marked MT_UNIT_PAIR (feed.h). Not across the ring's
+ * wrap, nor across two calls (the first one's last unit may be taken).
+ */
+static inline void mark_pair(struct mt_feed *f, uint64_t at, const struct mt_unit *u)
+{
+	struct mt_unit *prev;
+
+	if (u->ev.type != MT_REC_FREE || (at & (RING - 1)) == 0)
+		return;
+	prev = &f->ring[(at - 1) & (RING - 1)];
+	if (prev->ev.type == MT_REC_ALLOC && prev->flags == 0 && prev->ev.addr == u->ev.addr)
+		prev->flags = MT_UNIT_PAIR;
+}
+
 static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_t end)
 {
 	struct stream *s = &f->streams[i];
@@ -275,7 +292,7 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 		if ((u->ev.type == MT_REC_REALLOC && u->ev.old != 0) || u->ev.time > key ||
 		    (u->ev.time == key && u->ev.offset >= offset))
 			return ends_run(s, u);
-		f->tail++;
+		mark_pair(f, f->tail++, u);
 	}
 	while (f->tail < end) {
 		/* the rest decoded in as few calls as the ring's wrap allows */
@@ -288,6 +305,8 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 		for (size_t k = 0; k < n; k++) {
 			u[k].stream = i;
 			u[k].flags = 0;
+			if (k + stopped < n) /* made: not the one that ends the run */
+				mark_pair(f, f->tail + k, &u[k]);
 		}
 		if (stopped) {
 			f->tail += n - 1;
@@ -341,7 +360,7 @@ static void start(struct mt_feed *f)
  * stream due before any other's in slots before `end` (run), before the
  * error after them: at most four slots more than the run's.
  */
-static void produce_units(struct mt_feed *f, uint64_t end)
+static void produce(struct mt_feed *f, uint64_t end)
 {
 	const struct stream *next = NULL;
 	struct stream *s;
@@ -386,34 +405,6 @@ static void produce_units(struct mt_feed *f, uint64_t end)
 		}
 	}
 	heap_down(f->heap, f->nheap, 0);
-}
-
-/*
- * Marks MT_UNIT_PAIR on the units made from `from` on: an ALLOC and the next
- * one, made in the same call, side by side in the ring (the one made last is
- * published before the next is known; a pair does not wrap).
- */
-static void mark_pairs(struct mt_feed *f, uint64_t from)
-{
-	for (uint64_t t = from; t + 1 < f->tail; t++) {
-		struct mt_unit *u = &f->ring[t & (RING - 1)];
-		const struct mt_unit *n = u + 1;
-		if (u->flags & MT_UNIT_CHUNK) {
-			t++; /* the chunk's header */
-			continue;
-		}
-		if (u->flags == 0 && u->ev.type == MT_REC_ALLOC && (t & (RING - 1)) != RING - 1 &&
-		    n->flags == 0 && n->ev.type == MT_REC_FREE && n->ev.addr == u->ev.addr)
-			u->flags = MT_UNIT_PAIR;
-	}
-}
-
-static void produce(struct mt_feed *f, uint64_t end)
-{
-	uint64_t from = f->tail;
-
-	produce_units(f, end);
-	mark_pairs(f, from);
 }
 
 /*
