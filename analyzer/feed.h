@@ -20,7 +20,9 @@
  *
  * The replay may look at units ahead of the one it applies (mt_feed_peek):
  * the addresses they name can be fetched into the cache before they are
- * needed.
+ * needed. An ALLOC whose FREE of the same address the producer makes right
+ * after it is marked (MT_UNIT_PAIR), so that the replay may apply the two
+ * at once.
  *
  * May not: print; touch anything but the mapped trace, the ring and its
  * own state from the producer's thread.

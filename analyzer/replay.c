@@ -6,7 +6,10 @@
  *
  * Host blocks live in a hash map by address. Anonymous mappings live in an
  * array of disjoint ranges sorted by address, because munmap and mremap
- * work on ranges: they trim, split and remove whatever they overlap.
+ * work on ranges: they trim, split and remove whatever they overlap. An
+ * ALLOC whose FREE is the instance's next event (the feed marks it) is
+ * applied with it at once wherever that leaves the same state (apply_pair):
+ * such a block never enters the live set.
  *
  * Per-stack figures at the peak are kept lazily: a new peak of a kind only
  * bumps that kind's epoch; a stack's entry copies its live figures into
