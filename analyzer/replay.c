@@ -2019,8 +2019,10 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	        cb && !on_before ? cb->event : NULL;
 	int (*on_pair)(void *, const struct mt_instance *, const struct mt_event *, uint32_t,
 	               const struct mt_event *, uint32_t) = on_event ? cb->pair : NULL;
-	/* an ALLOC and its FREE at once where no callback wants each of them on its own */
-	bool pairs = !on_before && (on_event ? on_pair != NULL : !on_record);
+	/* an ALLOC and its FREE at once where no callback wants each of them on its own: the flag
+	 * a pair's unit is tested for, or none */
+	const uint8_t pairs =
+	        !on_before && (on_event ? on_pair != NULL : !on_record) ? MT_UNIT_PAIR : 0;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -2099,7 +2101,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				goto out;
 			}
 		}
-		if ((u->flags & MT_UNIT_PAIR) && pairs &&
+		if ((u->flags & pairs) &&
 		    (ret = apply_pair(in, &u->ev, &u[1].ev,
 		                      next_child < nchildren ? children[next_child]->start_time
 		                                             : UINT64_MAX)) != 0) {
