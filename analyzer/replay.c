@@ -1025,18 +1025,22 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
 }
 
 /*
- * Stat i of `kind` (stat_of) brought up to date before a change of its
- * figures. A checkpoint or mark bumps checkpoints.n and moves every position
- * the growth figures follow, so one comparison says whether its cold part is
- * behind. A lean replay takes no checkpoint (it applies events only): its
- * synced stays checkpoints.n, 0. Inline, as adjust_by: its call cost a tenth
- * of an event's instructions.
+ * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
+ * checkpoints.n and moves every position the growth figures follow, so one
+ * comparison says whether its cold part is behind. A lean replay takes no
+ * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
+ * Inline: its call cost a tenth of an event's instructions. freed: the change
+ * takes a block away (a constant where inlined).
  */
-static inline __attribute__((always_inline)) struct stat_hot *
-stat_touch(struct mt_instance *in, uint32_t i, enum mt_kind kind)
+static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
+                                                            int64_t dbytes, int64_t dblocks,
+                                                            uint64_t allocs, uint64_t alloc_bytes,
+                                                            bool freed)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stat_hot *s = &p->hot[i];
+	enum mt_kind kind = (enum mt_kind)s->kind;
+	struct mt_kind_stats *k = &in->kind[kind];
 
 	if (s->synced != in->checkpoints.n) {
 		sync_growth(in, &p->cold[i], s->live_bytes);
@@ -1047,21 +1051,6 @@ stat_touch(struct mt_instance *in, uint32_t i, enum mt_kind kind)
 		s->peak_blocks = s->live_blocks;
 		s->epoch = p->epoch[kind];
 	}
-	return s;
-}
-
-/* A change of the figures of stat i (stat_of): freed, the change takes a block away (a
- * constant where inlined). */
-static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *in, uint32_t i,
-                                                            int64_t dbytes, int64_t dblocks,
-                                                            uint64_t allocs, uint64_t alloc_bytes,
-                                                            bool freed)
-{
-	struct mt_instance_priv *p = in->priv;
-	enum mt_kind kind = (enum mt_kind)p->hot[i].kind;
-	struct stat_hot *s = stat_touch(in, i, kind);
-	struct mt_kind_stats *k = &in->kind[kind];
-
 	s->live_bytes += (uint64_t)dbytes;
 	s->live_blocks += (uint64_t)dblocks;
 	k->live_bytes += (uint64_t)dbytes;
