@@ -322,6 +322,16 @@ HOT int candidate_scan(const struct mt_analysis_run *run, enum mt_kind k, uint64
 	return -1;
 }
 
+/* Whether a thread before t has its candidate of kind k at addr (candidate_scan finds it first). */
+HOT bool candidate_before(const struct mt_analysis_run *run, enum mt_kind k, uint64_t addr,
+                          uint32_t t)
+{
+	for (uint32_t i = 0; i < t; i++)
+		if (run->threads[i].pending[k] && run->threads[i].addr[k] == addr)
+			return true;
+	return false;
+}
+
 /* The thread whose candidate of kind k is addr, or -1. */
 HOT int candidate_of(struct mt_analysis_run *run, enum mt_kind k, uint64_t addr)
 {
@@ -590,9 +600,9 @@ static __attribute__((noinline)) int alloc_rare(struct mt_analysis_run *run,
 	                   ev->stack);
 }
 
-static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
-                                              const struct mt_instance *in,
-                                              const struct mt_event *ev, uint32_t thread)
+/* An allocation's own work (on_alloc, on_pair). */
+HOT int alloc_event(struct mt_analysis_run *run, const struct mt_instance *in,
+                    const struct mt_event *ev, uint32_t thread)
 {
 	if (ev->kind != MT_KIND_HOST || thread >= run->nby_stream || !run->by_stream[thread] ||
 	    use_maps(run) || !run->res->kind[MT_KIND_HOST].histogram ||
@@ -603,14 +613,22 @@ static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
 	return 0;
 }
 
+static __attribute__((noinline)) int on_alloc(struct mt_analysis_run *run,
+                                              const struct mt_instance *in,
+                                              const struct mt_event *ev, uint32_t thread)
+{
+	return alloc_event(run, in, ev, thread);
+}
+
 static __attribute__((noinline)) int
 free_rare(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
 {
 	return event_free(run, in, (enum mt_kind)ev->kind, ev->fn, ev->addr, ev->time);
 }
 
-static __attribute__((noinline)) int
-on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+/* A free's own work (on_free, on_pair). */
+HOT int free_event(struct mt_analysis_run *run, const struct mt_instance *in,
+                   const struct mt_event *ev)
 {
 	const enum mt_kind k = MT_KIND_HOST;
 	int t;
@@ -624,6 +642,12 @@ on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct 
 		return free_rare(run, in, ev);
 	temporary(run, k, (uint32_t)t, &run->temp_by_stack[k].dense[run->threads[t].cand[k].stack]);
 	return 0;
+}
+
+static __attribute__((noinline)) int
+on_free(struct mt_analysis_run *run, const struct mt_instance *in, const struct mt_event *ev)
+{
+	return free_event(run, in, ev);
 }
 
 static __attribute__((noinline)) int on_realloc(struct mt_analysis_run *run,
@@ -673,6 +697,47 @@ static int on_event(void *ctx, const struct mt_instance *in, const struct mt_eve
 		return on_event_rare(run, in, ev, thread);
 	run->events_done++;
 	return on_event_type(run, in, ev, thread);
+}
+
+/*
+ * on_event of an ALLOC, then of the FREE of its block that came next (the replay applied both
+ * first: nothing on_event reads of an allocation changed): one call for the two. Where both go
+ * their usual way (alloc_event's and free_event's) and no thread before the ALLOC's has its
+ * candidate at the address, the FREE finds the ALLOC's thread's candidate (candidate_scan): it is
+ * counted a temporary at once, never kept (a candidate not pending is never read).
+ */
+static int on_pair(void *ctx, const struct mt_instance *in, const struct mt_event *alloc,
+                   uint32_t alloc_thread, const struct mt_event *free_ev, uint32_t free_thread)
+{
+	struct mt_analysis_run *run = ctx;
+	const enum mt_kind k = MT_KIND_HOST;
+	uint64_t key = mt_block_key(alloc->fn, alloc->addr);
+	uint32_t t;
+	int r;
+
+	if (in != run->in || run->reach.scan.seen || run->events_done + 2 >= run->next_progress) {
+		if ((r = on_event(ctx, in, alloc, alloc_thread)) != 0)
+			return r;
+		return on_event(ctx, in, free_ev, free_thread);
+	}
+	run->events_done += 2;
+	/* alloc_fast last: it notes the block where it says true */
+	if (alloc->kind != k || alloc_thread >= run->nby_stream || !run->by_stream[alloc_thread] ||
+	    use_maps(run) || !run->res->kind[k].histogram || !alloc->addr || free_ev->kind != k ||
+	    free_ev->fn >= MT_FN_CUDA_MALLOC || free_ev->addr != key ||
+	    !mt_diagnosis_free_quiet(&run->res->diag, in->last_free_size) ||
+	    alloc->stack >= run->temp_by_stack[k].cap ||
+	    candidate_before(run, k, key, t = run->by_stream[alloc_thread] - 1) ||
+	    !mt_diagnosis_alloc_fast(&run->res->diag, in, alloc->addr, alloc->size)) {
+		if ((r = alloc_event(run, in, alloc, alloc_thread)) != 0)
+			return r;
+		return free_event(run, in, free_ev);
+	}
+	run->res->kind[k].histogram[bucket_of(alloc->size)]++;
+	run->threads[t].pending[k] = false;
+	run->res->kind[k].temporary++;
+	run->temp_by_stack[k].dense[alloc->stack]++;
+	return 0;
 }
 
 static int on_before(void *ctx, const struct mt_instance *in, const struct mt_record *rec,
@@ -794,6 +859,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	        .before = hooks && hooks->before ? on_before : NULL,
 	        /* events without a record, unless a command looks at every record */
 	        .event = hooks && hooks->record ? NULL : on_event,
+	        .pair = on_pair,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
 	struct mt_analysis_run run = {0};

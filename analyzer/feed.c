@@ -251,6 +251,23 @@ static int ends_run(struct stream *s, const struct mt_unit *u)
 	return 1;
 }
 
+/*
+ * u, made at slot `at`, frees the block of the unit made just before it in
+ * the same call of produce (the stream's head or its run's, not published
+ * yet): that one is marked MT_UNIT_PAIR (feed.h). Not across the ring's
+ * wrap, nor across two calls (the first one's last unit may be taken).
+ */
+static inline void mark_pair(struct mt_feed *f, uint64_t at, const struct mt_unit *u)
+{
+	struct mt_unit *prev;
+
+	if (u->ev.type != MT_REC_FREE || (at & (RING - 1)) == 0)
+		return;
+	prev = &f->ring[(at - 1) & (RING - 1)];
+	if (prev->ev.type == MT_REC_ALLOC && prev->flags == 0 && prev->ev.addr == u->ev.addr)
+		prev->flags = MT_UNIT_PAIR;
+}
+
 static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_t end)
 {
 	struct stream *s = &f->streams[i];
@@ -275,7 +292,7 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 		if ((u->ev.type == MT_REC_REALLOC && u->ev.old != 0) || u->ev.time > key ||
 		    (u->ev.time == key && u->ev.offset >= offset))
 			return ends_run(s, u);
-		f->tail++;
+		mark_pair(f, f->tail++, u);
 	}
 	while (f->tail < end) {
 		/* the rest decoded in as few calls as the ring's wrap allows */
@@ -288,6 +305,8 @@ static int run(struct mt_feed *f, uint32_t i, const struct stream *next, uint64_
 		for (size_t k = 0; k < n; k++) {
 			u[k].stream = i;
 			u[k].flags = 0;
+			if (k + stopped < n) /* made: not the one that ends the run */
+				mark_pair(f, f->tail + k, &u[k]);
 		}
 		if (stopped) {
 			f->tail += n - 1;

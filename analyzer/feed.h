@@ -20,7 +20,9 @@
  *
  * The replay may look at units ahead of the one it applies (mt_feed_peek):
  * the addresses they name can be fetched into the cache before they are
- * needed.
+ * needed. An ALLOC whose FREE of the same address the producer makes right
+ * after it is marked (MT_UNIT_PAIR), so that the replay may apply the two
+ * at once.
  *
  * May not: print; touch anything but the mapped trace, the ring and its
  * own state from the producer's thread.
@@ -50,6 +52,9 @@ struct mt_unit {
 /* Only the record (mt_feed_next decodes it again) holds the fields: ev.type, time, t0 and
  * offset order it. */
 #define MT_UNIT_WHOLE 2u
+/* An ALLOC whose next unit, at u + 1 in memory (mt_feed_next gives it next), is a FREE of
+ * the same address. */
+#define MT_UNIT_PAIR 16u
 
 /* A unit's merge key: the moment it takes effect. */
 static inline uint64_t mt_unit_key(const struct mt_unit *u)

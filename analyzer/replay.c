@@ -6,7 +6,10 @@
  *
  * Host blocks live in a hash map by address. Anonymous mappings live in an
  * array of disjoint ranges sorted by address, because munmap and mremap
- * work on ranges: they trim, split and remove whatever they overlap.
+ * work on ranges: they trim, split and remove whatever they overlap. An
+ * ALLOC whose FREE is the instance's next event (the feed marks it) is
+ * applied with it at once wherever that leaves the same state (apply_pair):
+ * such a block never enters the live set.
  *
  * Per-stack figures at the peak are kept lazily: a new peak of a kind only
  * bumps that kind's epoch; a stack's entry copies its live figures into
@@ -1694,6 +1697,70 @@ static int event_realloc(struct mt_instance *in, struct live *l, bool first_half
 	return addr != 0 ? host_add(in, l, addr, size, stack, MT_KIND_HOST) : 0;
 }
 
+/*
+ * An ALLOC (a) and the FREE of its block that is the instance's very next
+ * event half (f), applied together: 1, or 0 when they must go one by one
+ * (nothing applied). Most blocks of many programs go like this, and the two
+ * applies change, of all the state, only what this changes the same: the
+ * stack's allocations and bytes allocated (made if new; its live figures
+ * are back where they were, so that its growth and peak figures, brought
+ * up to date at its next change, are the same), the kind's allocations,
+ * bytes allocated and frees, the traced figures of the samples (the bytes
+ * live just before the free were the most) and last_free_size. The block
+ * leaves the live set and the young list as they were (its pages are never
+ * counted; a big one's entry in the big map comes and goes): its slot
+ * would be the first empty one of its probe run, and taking it would shift
+ * nothing back. What it must not change goes the slow way: a new peak of
+ * the kind (its time and every stack's figures at it), a block already at
+ * the address (its lost free), a sampled block (its weight), a live set
+ * about to grow (the slots' order, which walks follow), and a checkpoint
+ * or a child's fork between the two (each takes the live set at its
+ * moment).
+ */
+static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *in,
+                                                            const struct mt_event *a,
+                                                            const struct mt_event *f,
+                                                            uint64_t next_fork)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *l = p->live;
+	struct mt_kind_stats *k = &in->kind[MT_KIND_HOST];
+	uint64_t key = mt_block_key(a->fn, a->addr), h, traced;
+	struct stat_hot *s;
+	uint32_t i;
+	int ret;
+
+	if (a->kind != MT_KIND_HOST || key != mt_block_key(f->fn, f->addr) || a->addr == 0 ||
+	    in->sampling || k->live_bytes + a->size > k->peak_bytes ||
+	    p->next_even_tick < f->time || next_fork < f->time || l->host.count >= l->host.limit ||
+	    (h = mt_map_mix(key)) == MT_MAP_EMPTY)
+		return 0;
+	for (size_t j = mt_map_home(&l->host, h);; j = (j + 1) & (l->host.cap - 1)) {
+		uint64_t *slot = mt_map_slot(&l->host, j, HOST_SHIFT);
+		if (*slot == h)
+			return 0;
+		if (*slot == MT_MAP_EMPTY)
+			break;
+	}
+	if ((ret = stat_of(in, MT_KIND_HOST, in->id, a->stack, &i)) < 0)
+		return ret;
+	s = &p->hot[i];
+	s->allocations++;
+	s->bytes_allocated += a->size;
+	k->allocations++;
+	k->bytes_allocated += a->size;
+	k->frees++;
+	traced = k->live_bytes + in->kind[MT_KIND_MMAP].live_bytes + a->size;
+	p->traced_before_last = traced;
+	if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
+		in->samples[in->nsamples - 1].traced_max = traced;
+	p->sample_waits = false;
+	if (p->traced_most < traced)
+		p->traced_most = traced;
+	in->last_free_size = a->size;
+	return 1;
+}
+
 /* apply() for a unit that holds its event. Inline: the ring's consumer and the report's feed
  * call it once an event. */
 static inline __attribute__((always_inline)) int
@@ -1939,6 +2006,12 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	        cb ? cb->record : NULL;
 	int (*on_event)(void *, const struct mt_instance *, const struct mt_event *, uint32_t) =
 	        cb && !on_before ? cb->event : NULL;
+	int (*on_pair)(void *, const struct mt_instance *, const struct mt_event *, uint32_t,
+	               const struct mt_event *, uint32_t) = on_event ? cb->pair : NULL;
+	/* an ALLOC and its FREE at once where no callback wants each of them on its own: the flag
+	 * a pair's unit is tested for, or none */
+	const uint8_t pairs =
+	        !on_before && (on_event ? on_pair != NULL : !on_record) ? MT_UNIT_PAIR : 0;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -2016,6 +2089,19 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				ret = -ENOMEM;
 				goto out;
 			}
+		}
+		if ((u->flags & pairs) &&
+		    (ret = apply_pair(in, &u->ev, &u[1].ev,
+		                      next_child < nchildren ? children[next_child]->start_time
+		                                             : UINT64_MAX)) != 0) {
+			if (ret < 0)
+				goto out;
+			if (on_pair &&
+			    (ret = on_pair(ctx, in, &u->ev, u->stream, &u[1].ev, u[1].stream)) != 0)
+				goto out;
+			/* the FREE taken: mt_feed_next gives u + 1 */
+			mt_feed_next(feed, &u, err);
+			continue;
 		}
 		if (!(u->flags & MT_UNIT_WHOLE) && !on_before) {
 			/* an event whose fields the unit holds: its record only if asked for */

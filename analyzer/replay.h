@@ -318,6 +318,14 @@ struct mt_replay_callbacks {
 	 */
 	int (*event)(void *ctx, const struct mt_instance *in, const struct mt_event *ev,
 	             uint32_t thread);
+	/*
+	 * Optional, with event: an ALLOC and the FREE of its block that is the
+	 * instance's next event, both applied (last_free_size is the FREE's), come
+	 * here instead of to event one by one, each with its thread. Without it,
+	 * event gets each after it was applied.
+	 */
+	int (*pair)(void *ctx, const struct mt_instance *in, const struct mt_event *alloc,
+	            uint32_t alloc_thread, const struct mt_event *free_ev, uint32_t free_thread);
 };
 
 /* First pass. *out owns nothing of trace, which must outlive it. */

@@ -584,6 +584,57 @@ static void test_temporaries(void)
 }
 
 /*
+ * A candidate left pending at an address whose block is gone (its FREE said another kind, which
+ * ends the block but not the host candidate) is found first by the FREE of a block allocated
+ * there later by another thread, even of a pair applied at once (the replay's apply_pair, the
+ * analysis's on_pair): the temporary is the first thread's.
+ */
+static void test_temporary_of_a_pair(void)
+{
+	struct mt_analysis *a;
+	struct tb b;
+
+	tb_init(&b, CHUNK);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_process(&b, 1 * MS, 300, 1, MT_ORIGIN_ROOT, 0, "/m", "m", 1);
+	/* the blocks in the main heap, which the diagnosis takes its short way for */
+	tb_module(&b, 1 * MS, 0x400000, "/m");
+	tb_module(&b, 1 * MS, 0x7f0000000000, "/lib.so");
+	/* a peak the pairs stay under (a pair past it goes one by one) */
+	tb_alloc(&b, 1 * MS + 1, MT_FN_MALLOC, 0xF00000, 1 << 20, 9);
+	tb_free(&b, 1 * MS + 2, 0xF00000);
+	tb_alloc(&b, 2 * MS, MT_FN_MALLOC, 0x7000, 16, 3);
+	tb_dt(&b, 2 * MS + 1);
+	tb_u(&b, MT_FN_FREE);
+	tb_addr(&b, 0x7000);
+	tb_u(&b, MT_KIND_CUDA_HOST);
+	tb_end(&b, MT_REC_FREE);
+	tb_chunk(&b, 1, 300, 301, 1 * MS);
+	tb_alloc(&b, 1 * MS + 3, MT_FN_MALLOC, 0x6000, 16, 6); /* the thread known */
+	tb_free(&b, 1 * MS + 4, 0x6000);
+	tb_alloc(&b, 4 * MS, MT_FN_MALLOC, 0x7000, 32, 4);
+	tb_free(&b, 4 * MS + 1, 0x7000);
+	tb_alloc(&b, 6 * MS, MT_FN_MALLOC, 0x8000, 32, 5);
+	tb_free(&b, 6 * MS + 1, 0x8000);
+	tb_chunk(&b, 1, 300, 300, 1 * MS);
+	tb_exit(&b, 17 * MS, MT_EXIT_MAIN_RETURN, 0);
+	a = analyze(&b, "temporary-of-a-pair");
+	if (!a)
+		return;
+	{
+		const struct mt_kind_result *k = &a->procs[0].kind[MT_KIND_HOST];
+
+		CHECK_EQ(k->temporary, 4);
+		CHECK_EQ(temporary_of(k, 9), 1);
+		CHECK_EQ(temporary_of(k, 6), 1);
+		CHECK_EQ(temporary_of(k, 3), 1);
+		CHECK_EQ(temporary_of(k, 4), 0);
+		CHECK_EQ(temporary_of(k, 5), 1);
+	}
+	mt_analysis_free(a);
+}
+
+/*
  * A parent and a forked worker: the tree's peak is the largest sum of each
  * one's latest sample, at any sample, the worker counted until its exit; the
  * worker's Private_Dirty grows.
@@ -895,6 +946,7 @@ int main(int argc, char **argv)
 	test_mmap_threshold_bounds();
 	test_mmap_threshold_window();
 	test_temporaries();
+	test_temporary_of_a_pair();
 	test_untraced_heap();
 	test_heap_moment();
 	test_heap_refilled();

@@ -3,7 +3,7 @@
  * Unit tests of analyzer/replay.c with exact figures: realloc's two halves
  * across threads, partial munmap that trims and splits, mremap, fork
  * seeding, unknown frees, how instances end, peaks and per-stack figures,
- * the pages live blocks touch.
+ * the pages live blocks touch, an ALLOC and its FREE applied at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -824,6 +824,268 @@ static void test_sample_traced(void)
 	done(&run, &b);
 }
 
+/* Every figure a replay leaves, in order: what a replay with pairs must leave the same. */
+struct figures {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static void put(struct figures *f, uint64_t x)
+{
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 1024;
+		f->v = realloc(f->v, f->cap * sizeof(*f->v));
+		CHECK(f->v != NULL);
+	}
+	f->v[f->n++] = x;
+}
+
+static void put128(struct figures *f, mt_u128 x)
+{
+	put(f, (uint64_t)x);
+	put(f, (uint64_t)(x >> 64));
+}
+
+static int put_stack(void *ctx, const struct mt_stack_stats *s)
+{
+	struct figures *f = ctx;
+	const uint64_t v[] = {s->stack,           s->stack_instance, s->kind,        s->allocations,
+	                      s->bytes_allocated, s->live_bytes,     s->live_blocks, s->peak_bytes,
+	                      s->peak_blocks,     s->first_bytes,    s->last};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		put(f, v[i]);
+	put128(f, s->t_sy);
+	put128(f, s->t_sxy);
+	put128(f, s->t_syy);
+	put128(f, s->m_sy);
+	put128(f, s->m_sxy);
+	put128(f, s->m_syy);
+	for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
+		put(f, s->floor[w]);
+	return 0;
+}
+
+static int put_block(void *ctx, const struct mt_block *b)
+{
+	struct figures *f = ctx;
+
+	put(f, b->addr);
+	put(f, b->size);
+	put(f, b->stack);
+	put(f, b->kind);
+	put(f, b->blocks);
+	return 0;
+}
+
+static int figures_done(void *ctx, struct mt_replay *r, const struct mt_instance *in)
+{
+	struct figures *f = ctx;
+
+	put(f, in->id);
+	for (int k = 0; k < MT_KIND_COUNT; k++) {
+		const struct mt_kind_stats *s = &in->kind[k];
+		const uint64_t v[] = {s->allocations,   s->frees,           s->bytes_allocated,
+		                      s->live_bytes,    s->live_blocks,     s->peak_bytes,
+		                      s->peak_blocks,   s->peak_time,       s->failed,
+		                      s->unknown_frees, s->inherited_bytes, s->inherited_blocks};
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			put(f, v[i]);
+	}
+	for (uint64_t i = 0; i < in->nsamples; i++) {
+		const struct mt_sample_point *sp = &in->samples[i];
+		const uint64_t v[] = {
+		        sp->time,       sp->live_host,  sp->live_host_blocks, sp->live_mmap,
+		        sp->host_pages, sp->traced_max, sp->traced_until_next};
+		for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+			put(f, v[j]);
+	}
+	for (uint32_t i = 0; i < in->nmarks; i++)
+		for (int k = 0; k < MT_KIND_COUNT; k++)
+			put(f, in->marks[i].live[k]);
+	put(f, in->checkpoints.n);
+	put(f, in->checkpoints.first_ns);
+	put(f, in->checkpoints.last_x);
+	put128(f, in->checkpoints.sx);
+	put128(f, in->checkpoints.sxx);
+	put(f, in->last_free_size);
+	CHECK_EQ(mt_replay_foreach_stack(r, in, put_stack, f), 0);
+	return mt_replay_foreach_live(r, in, put_block, f);
+}
+
+/* A record callback: the replay then applies each event on its own. */
+static int no_pairs(void *ctx, const struct mt_instance *in, const struct mt_record *rec)
+{
+	(void)ctx;
+	(void)in;
+	(void)rec;
+	return 0;
+}
+
+static void replay_figures(struct tb *b, bool pairs, struct figures *f)
+{
+	const struct mt_replay_callbacks cb = {.record = pairs ? NULL : no_pairs,
+	                                       .instance_done = figures_done};
+	struct mt_error err = {0};
+	struct mt_replay *r;
+	struct mt_trace t;
+
+	*f = (struct figures){0};
+	CHECK_EQ(mt_reader_open_memory(&t, b->buf, b->size, &err), 0);
+	CHECK_EQ(mt_replay_open(&r, &t, &err), 0);
+	CHECK_EQ(mt_replay_run(r, &cb, f, &err), 0);
+	mt_replay_free(r);
+	mt_reader_close(&t);
+}
+
+/* The trace's figures replayed with pairs applied at once and one by one: the same. */
+static void check_pairs(struct tb *b, const char *what)
+{
+	struct figures on, off;
+
+	replay_figures(b, true, &on);
+	replay_figures(b, false, &off);
+	CHECK(on.n > 100);
+	CHECK_EQ(on.n, off.n);
+	for (size_t i = 0; i < on.n && i < off.n; i++)
+		if (on.v[i] != off.v[i]) {
+			fprintf(stderr,
+			        "%s: figure %zu: %" PRIu64 " with pairs, %" PRIu64 " without\n",
+			        what, i, on.v[i], off.v[i]);
+			CHECK_EQ(on.v[i], off.v[i]);
+			break;
+		}
+	free(on.v);
+	free(off.v);
+	tb_free_buf(b);
+}
+
+/* Ticks from a short run's last event to its exit: its evenly spaced checkpoints far apart. */
+#define LATER 1000000
+
+/* An ALLOC of a kind its function does not say. */
+static void alloc_kind(struct tb *b, uint64_t t, uint64_t addr, uint64_t size, uint32_t stack,
+                       enum mt_kind kind)
+{
+	tb_dt(b, t);
+	tb_u(b, MT_FN_MALLOC);
+	tb_addr(b, addr);
+	tb_u(b, size);
+	tb_u(b, stack);
+	tb_u(b, kind);
+	tb_end(b, MT_REC_ALLOC);
+}
+
+/* A peak no pair after it reaches (a pair past it goes one by one). */
+static void high_peak(struct tb *b, uint64_t *t)
+{
+	tb_alloc(b, (*t)++, MT_FN_MALLOC, 0xF0000000, 16ull << 30, 30);
+	tb_free(b, (*t)++, 0xF0000000);
+}
+
+/*
+ * An ALLOC and the FREE of its block right after it are applied at once
+ * (apply_pair) where that leaves what applying them one by one leaves: the
+ * same figures with and without, whatever is around the pairs.
+ */
+static void test_pairs(void)
+{
+	static const uint64_t sample[MT_SAMPLE_FIELD_COUNT] = {4096};
+	uint64_t t = 10, fork_at = 0, cross_at = 0;
+	struct tb b;
+
+	/* a pair past the peak, pairs that reach it, the last event a pair */
+	one_process(&b);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xA000, 1000, 1);
+	for (int i = 0; i < 6; i++) {
+		tb_alloc(&b, t++, MT_FN_MALLOC, 0xB000, i == 5 ? 77 : 100 + (i < 2) * 10, 2);
+		tb_free(&b, t++, 0xB000);
+	}
+	tb_exit(&b, t + LATER, MT_EXIT_MAIN_RETURN, 0);
+	check_pairs(&b, "peak");
+
+	/* a pair at a live block's address (its free lost), a big block, a device's */
+	one_process(&b);
+	high_peak(&b, &t);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xA000, 6ull << 30, 1);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xA000, 10, 2);
+	tb_free(&b, t++, 0xA000);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xA000, 5ull << 30, 3);
+	tb_free(&b, t++, 0xA000);
+	alloc_kind(&b, t++, 0xE000, 64, 4, MT_KIND_CUDA_DEVICE);
+	tb_free(&b, t++, 0xE000);
+	tb_exit(&b, t + LATER, MT_EXIT_MAIN_RETURN, 0);
+	check_pairs(&b, "lost free");
+
+	/* the samples' traced figures: a pair first after a sample, a pair the most after one */
+	one_process(&b);
+	high_peak(&b, &t);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xA000, 4000, 1);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xB000, 100, 1);
+	tb_free(&b, t++, 0xB000);
+	tb_sample(&b, t, t, sample, MT_SAMPLE_FIELD_COUNT);
+	t++;
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xC000, 300, 2);
+	tb_free(&b, t++, 0xC000);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xD000, 1000, 3);
+	tb_sample(&b, t, t, sample, MT_SAMPLE_FIELD_COUNT);
+	t++;
+	tb_free(&b, t++, 0xD000);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xD000, 100, 3);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xC000, 1500, 2);
+	tb_free(&b, t++, 0xC000);
+	tb_mark(&b, t++, "step");
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0xC000, 200, 2);
+	tb_free(&b, t++, 0xC000);
+	tb_sample(&b, t, t, sample, MT_SAMPLE_FIELD_COUNT);
+	tb_exit(&b, t + LATER, MT_EXIT_MAIN_RETURN, 0);
+	check_pairs(&b, "samples");
+
+	/*
+	 * Blocks kept and pairs in turn: the live set grows through every count, the young list
+	 * fills and is caught up (all its blocks young), then samples; pairs across the evenly
+	 * spaced checkpoints, the child's fork and another thread's free.
+	 */
+	one_process(&b);
+	high_peak(&b, &t);
+	for (int i = 0; i < 9000; i++) {
+		uint64_t pair = 0x900000 + 32 * (uint64_t)(i % 7);
+		if (i % 128 == 0)
+			tb_chunk(&b, 1, 100, 100, t);
+		if (i < 5000)
+			tb_alloc(&b, t++, MT_FN_MALLOC, 0x1000000 + 64 * (uint64_t)i, 16,
+			         8 + i % 5);
+		if (i == 4000)
+			fork_at = t;
+		tb_alloc(&b, t++, MT_FN_MALLOC, pair, 24, 20 + i % 3);
+		if (i == 50)
+			cross_at = t++; /* freed by thread 101 */
+		else
+			tb_free(&b, t++, pair);
+		if (i == 7000 || i == 8000) {
+			tb_sample(&b, t, t, sample, MT_SAMPLE_FIELD_COUNT);
+			t++;
+		}
+	}
+	tb_exit(&b, t + 1, MT_EXIT_MAIN_RETURN, 0);
+	tb_chunk(&b, 1, 100, 101, 0);
+	tb_free(&b, cross_at, 0x900000 + 32 * (50 % 7));
+	tb_chunk(&b, 2, 200, 200, 0);
+	tb_process(&b, fork_at, 200, 100, MT_ORIGIN_FORK, 1, "/p", "p", 1);
+	tb_exit(&b, t + 2, MT_EXIT_MAIN_RETURN, 0);
+	check_pairs(&b, "live set");
+
+	/* the last event a pair that would grow the live set (192 blocks fill its 256 slots) */
+	one_process(&b);
+	high_peak(&b, &t);
+	for (uint64_t i = 0; i < 192; i++)
+		tb_alloc(&b, t++, MT_FN_MALLOC, 0x100000 + 64 * i, 16, 1);
+	tb_alloc(&b, t++, MT_FN_MALLOC, 0x900000, 16, 2);
+	tb_free(&b, t++, 0x900000);
+	tb_exit(&b, t + LATER, MT_EXIT_MAIN_RETURN, 0);
+	check_pairs(&b, "growth");
+}
+
 int main(void)
 {
 	test_realloc();
@@ -839,6 +1101,7 @@ int main(void)
 	test_heap_pages_young();
 	test_heap_pages_fork();
 	test_sample_traced();
+	test_pairs();
 	if (test_failures)
 		fprintf(stderr, "%d checks failed\n", test_failures);
 	return test_failures ? 1 : 0;
