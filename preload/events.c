@@ -52,7 +52,7 @@ void mt_rec_alloc_stack(unsigned fn, unsigned kind, void *p, uint64_t size, uint
 
 static void free_record(unsigned fn, unsigned kind, void *p)
 {
-	uint64_t now = mt_now_before();
+	uint64_t now = mt_now();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 
@@ -154,7 +154,7 @@ void mt_rec_mmap(unsigned fn, void *p, size_t len, int prot, int flags)
 
 void mt_rec_munmap(void *p, size_t len)
 {
-	uint64_t now = mt_now_before();
+	uint64_t now = mt_now();
 	uint8_t *rec = mt_room(MT_HOT_RECORD_MAX);
 	uint8_t *q;
 

@@ -153,7 +153,7 @@ void *mt_traced_malloc(size_t size)
 	if (MT_UNLIKELY(!p))
 		return malloc_failed(size);
 	stack = mt_stack_current();
-	now = mt_now_plain(true);
+	now = mt_now_plain();
 	t = &mt_self;
 	if (MT_UNLIKELY((size_t)(t->end - t->pos) < MT_HOT_RECORD_MAX))
 		return malloc_recorded(p, size, now, stack);
@@ -216,7 +216,7 @@ static inline __attribute__((always_inline)) void *realloc_common(unsigned fn, v
 	MT_MARK_CALLER();
 	/* sampled mode: out of the set before realloc can give the address to another thread */
 	bool was = old && mt_sample_forget(old);
-	t0 = mt_now_before();
+	t0 = mt_now();
 	p = fn == MT_FN_REALLOCARRAY ? mt_real.reallocarray(old, n, size)
 	                             : mt_real.realloc(old, size);
 	if (p || (old && total == 0)) {
@@ -408,7 +408,7 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	if (!mt_config.trace_mmap || !mt_enter())
 		return mt_real.mremap(old, old_len, len, flags, want);
 	MT_MARK_CALLER();
-	t0 = mt_now_before();
+	t0 = mt_now();
 	p = mt_real.mremap(old, old_len, len, flags, want);
 	int err = errno;
 	if (p != MAP_FAILED)

@@ -154,14 +154,12 @@ MT_HIDDEN uint64_t mt_monotonic_ns(void);
 MT_HIDDEN extern bool mt_use_tsc;
 
 #if defined(__x86_64__)
-static inline uint64_t mt_rdtsc(bool fenced)
+/* The time-stamp counter once every earlier instruction is done (mt_now says why). */
+static inline uint64_t mt_rdtsc(void)
 {
 	uint32_t lo, hi;
 
-	if (fenced)
-		__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
-	else
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
 	return (uint64_t)hi << 32 | lo;
 }
 #endif
@@ -175,43 +173,34 @@ static inline uint64_t mt_rdtsc(bool fenced)
 MT_HIDDEN extern bool mt_plain;
 
 /*
- * Now, in the trace's ticks (trace-format.h, enum mt_clock), for an event
- * that has happened: the allocation returned. lfence makes the counter read
- * wait until every earlier instruction is done, so the time is never before
- * the loads that found the block free (another thread's free of the same
- * address has an earlier time). Hot path.
+ * Now, in the trace's ticks (trace-format.h, enum mt_clock). lfence makes
+ * the counter read wait until every earlier instruction is done: an
+ * allocation's time is never before the loads that found its block free
+ * (another thread's free of the same address has an earlier time), and a
+ * free's never before the load that gave it its pointer (the block may have
+ * come from another thread, whose allocation has an earlier time). Read
+ * early, as a free once read it with no fence, the counter can be ahead of
+ * the pointer's load: in capture-order's ping-pong, about one free in
+ * 2.5 million was timed before the allocation another thread had handed
+ * over, so the replay met a free of a block not yet made and then a block
+ * live for ever. A later store (a free's giving the block back) cannot
+ * become visible before the read retires. Hot path.
  */
 static inline uint64_t mt_now(void)
 {
 #if defined(__x86_64__)
 	if (MT_LIKELY(mt_use_tsc))
-		return mt_rdtsc(true);
+		return mt_rdtsc();
 #endif
 	return mt_monotonic_ns();
 }
 
-/*
- * Now, for an event about to happen: a free, before the block is given
- * back. No fence is needed: the counter may be read early, never after the
- * later stores that give the block back become visible (they cannot retire
- * before the read does). Saves the fence's cost on every free. Hot path.
- */
-static inline uint64_t mt_now_before(void)
+/* mt_now where mt_plain says the TSC is the clock: no test of it. */
+static inline uint64_t mt_now_plain(void)
 {
 #if defined(__x86_64__)
-	if (MT_LIKELY(mt_use_tsc))
-		return mt_rdtsc(false);
-#endif
-	return mt_monotonic_ns();
-}
-
-/* mt_now (fenced) or mt_now_before, where mt_plain says the TSC is the clock: no test of it. */
-static inline uint64_t mt_now_plain(bool fenced)
-{
-#if defined(__x86_64__)
-	return mt_rdtsc(fenced);
+	return mt_rdtsc();
 #else
-	(void)fenced;
 	return mt_monotonic_ns(); /* not reached: mt_plain is never set */
 #endif
 }
@@ -756,7 +745,7 @@ static inline bool mt_home_empty(const void *p)
  * new chunk (and so a register at 0). Inline, as the interposed malloc's
  * whole recording (the call to a record writer and its saved registers cost
  * 13 instructions a malloc). Hot path, after the block is allocated; now is
- * mt_now's (or mt_now_plain(true)).
+ * mt_now's (or mt_now_plain's).
  */
 static inline __attribute__((always_inline)) void
 mt_put_short_malloc(uint8_t *rec, void *p, uint64_t size, uint64_t now, uint32_t stack)
@@ -789,8 +778,8 @@ static inline __attribute__((always_inline)) void mt_rec_short_malloc(void *p, u
 /*
  * free's record, a short one (trace-format.h): inline, as the interposed
  * free's whole recording (a call and its saved registers were a fifth of
- * it). Hot path, before the block is given back; now is mt_now_before's
- * (or mt_now_plain(false)).
+ * it). Hot path, before the block is given back; now is mt_now's (or
+ * mt_now_plain's).
  */
 static inline __attribute__((always_inline)) void mt_put_short_free(uint8_t *rec, void *p,
                                                                     uint64_t now)

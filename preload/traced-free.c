@@ -28,7 +28,7 @@ static __attribute__((noinline)) void sampled_free(void *p)
 		return;
 	}
 	if (mt_sample_forget(p))
-		mt_rec_short_free(p, mt_now_before());
+		mt_rec_short_free(p, mt_now());
 	mt_real.free(p);
 	mt_leave_hot();
 }
@@ -46,7 +46,7 @@ static __attribute__((noinline)) void traced_free_any(void *p)
 		mt_real.free(p);
 		return;
 	}
-	mt_rec_short_free(p, mt_now_before());
+	mt_rec_short_free(p, mt_now());
 	mt_real.free(p);
 	mt_leave_hot();
 }
@@ -79,7 +79,7 @@ void mt_traced_free(void *p)
 		return;
 	}
 	t->guard = true;
-	now = mt_now_plain(false);
+	now = mt_now_plain();
 	if (MT_UNLIKELY((size_t)(t->end - t->pos) < MT_HOT_RECORD_MAX)) {
 		free_recorded(p, now);
 		return;
