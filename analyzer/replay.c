@@ -1699,23 +1699,57 @@ static int event_realloc(struct mt_instance *in, struct live *l, bool first_half
 
 /*
  * An ALLOC (a) and the FREE of its block that is the instance's very next
- * event half (f), applied together: 1, or 0 when they must go one by one
- * (nothing applied). Most blocks of many programs go like this, and the two
- * applies change, of all the state, only what this changes the same: the
- * stack's allocations and bytes allocated (made if new; its live figures
- * are back where they were, so that its growth and peak figures, brought
- * up to date at its next change, are the same), the kind's allocations,
- * bytes allocated and frees, the traced figures of the samples (the bytes
- * live just before the free were the most) and last_free_size. The block
- * leaves the live set and the young list as they were (its pages are never
- * counted; a big one's entry in the big map comes and goes): its slot
- * would be the first empty one of its probe run, and taking it would shift
- * nothing back. What it must not change goes the slow way: a new peak of
- * the kind (its time and every stack's figures at it), a block already at
- * the address (its lost free), a sampled block (its weight), a live set
- * about to grow (the slots' order, which walks follow), and a checkpoint
- * or a child's fork between the two (each takes the live set at its
- * moment).
+ * event half (f), counted together where the two one by one would leave
+ * the same state (both replays' pairs: apply_pair, and the ring's
+ * consumer's mt_replay_stream_apply_pair): 1, or 0 when they must go one
+ * by one (nothing changed). Most blocks of many programs go like this, and
+ * of the state the two change only what this changes the same: the
+ * stack's allocations and bytes allocated (its entry made if new, *stat;
+ * its live figures back where they were), the kind's allocations, bytes
+ * allocated and frees, and last_free_size. The live set's map is as
+ * before: the block's slot would be the first empty one of its probe run,
+ * and taking it would shift nothing back. What the pair must not change
+ * goes the slow way: a new peak of the kind (its time and every stack's
+ * figures at it), a block already at the address (its lost free), a
+ * sampled block (its weight is drawn at random), a live set about to grow
+ * (the slots' order, which walks and keyframes follow).
+ */
+static inline __attribute__((always_inline)) int pair_counted(struct mt_instance *in,
+                                                              const struct mt_event *a,
+                                                              const struct mt_event *f,
+                                                              uint32_t *stat)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct live *l = p->live;
+	struct mt_kind_stats *k = &in->kind[a->kind];
+	uint64_t key = mt_block_key(a->fn, a->addr);
+	struct stat_hot *s;
+	int ret;
+
+	if (in->sampling || a->addr == 0 || key != mt_block_key(f->fn, f->addr) ||
+	    k->live_bytes + a->size > k->peak_bytes || l->host.count >= l->host.limit ||
+	    mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF))
+		return 0;
+	if ((ret = stat_of(in, (enum mt_kind)a->kind, in->id, (uint32_t)a->stack, stat)) < 0)
+		return ret;
+	s = &p->hot[*stat];
+	s->allocations++;
+	s->bytes_allocated += a->size;
+	k->allocations++;
+	k->bytes_allocated += a->size;
+	k->frees++;
+	in->last_free_size = a->size;
+	return 1;
+}
+
+/*
+ * pair_counted in the full replay, of host blocks, with the traced figures
+ * of the samples (the bytes live just before the free were the most). The
+ * stack's growth and peak figures are brought up to date at its next
+ * change, as they would be. The block leaves the young list as it was (its
+ * pages are never counted; a big one's entry in the big map comes and
+ * goes). Also one by one: a checkpoint or a child's fork between the two
+ * (each takes the live set at its moment).
  */
 static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *in,
                                                             const struct mt_event *a,
@@ -1723,41 +1757,20 @@ static inline __attribute__((always_inline)) int apply_pair(struct mt_instance *
                                                             uint64_t next_fork)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct live *l = p->live;
-	struct mt_kind_stats *k = &in->kind[MT_KIND_HOST];
-	uint64_t key = mt_block_key(a->fn, a->addr), h, traced;
-	struct stat_hot *s;
+	uint64_t traced;
 	uint32_t i;
-	int ret;
+	int ret = 0;
 
-	if (a->kind != MT_KIND_HOST || key != mt_block_key(f->fn, f->addr) || a->addr == 0 ||
-	    in->sampling || k->live_bytes + a->size > k->peak_bytes ||
-	    p->next_even_tick < f->time || next_fork < f->time || l->host.count >= l->host.limit ||
-	    (h = mt_map_mix(key)) == MT_MAP_EMPTY)
-		return 0;
-	for (size_t j = mt_map_home(&l->host, h);; j = (j + 1) & (l->host.cap - 1)) {
-		uint64_t *slot = mt_map_slot(&l->host, j, HOST_SHIFT);
-		if (*slot == h)
-			return 0;
-		if (*slot == MT_MAP_EMPTY)
-			break;
-	}
-	if ((ret = stat_of(in, MT_KIND_HOST, in->id, a->stack, &i)) < 0)
+	if (a->kind != MT_KIND_HOST || p->next_even_tick < f->time || next_fork < f->time ||
+	    (ret = pair_counted(in, a, f, &i)) <= 0)
 		return ret;
-	s = &p->hot[i];
-	s->allocations++;
-	s->bytes_allocated += a->size;
-	k->allocations++;
-	k->bytes_allocated += a->size;
-	k->frees++;
-	traced = k->live_bytes + in->kind[MT_KIND_MMAP].live_bytes + a->size;
+	traced = in->kind[MT_KIND_HOST].live_bytes + in->kind[MT_KIND_MMAP].live_bytes + a->size;
 	p->traced_before_last = traced;
 	if (p->sample_waits && in->samples[in->nsamples - 1].traced_max < traced)
 		in->samples[in->nsamples - 1].traced_max = traced;
 	p->sample_waits = false;
 	if (p->traced_most < traced)
 		p->traced_most = traced;
-	in->last_free_size = a->size;
 	return 1;
 }
 
@@ -2419,38 +2432,20 @@ int mt_replay_stream_apply_event(struct mt_instance *in, const struct mt_event *
 }
 
 /*
- * A malloc whose free of the same block is the instance's very next event
- * half: applied as the two would be, without putting the block in the live
- * set and taking it out again. The two applies change, of all the state,
- * only these, which this changes the same: the stack's entry (made if new;
- * its peak figures brought up to the kind's epoch; allocations and bytes
- * allocated; live figures back where they were), the kind's allocations,
- * bytes allocated and frees, last_free_size and now. What it must not
- * change goes the slow way (0): a new peak of the kind (its time and every
- * stack's figures at it), a block already at the address (its lost free),
- * a sampled block (its weight is drawn at random), a big one (the big map),
- * a live set about to grow (its slots' order, which keyframes follow), and
- * anything a replay that is not lean keeps (pages, growth, the samples'
- * traced figures). The live set's map is as before: the block's slot was
- * the first empty one of its probe run, and taking it shifts nothing back.
+ * pair_counted in the ring's consumer (a lean replay: no pages, growth or
+ * samples' traced figures), with the stack's peak figures brought up to
+ * the kind's epoch and now. Also one by one: a big block (the big map).
  */
 int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *alloc,
                                 const struct mt_event *free_ev)
 {
 	struct mt_instance_priv *p = in->priv;
-	struct live *l = p->live;
-	uint64_t key = mt_block_key(alloc->fn, alloc->addr);
-	struct mt_kind_stats *k = &in->kind[alloc->kind];
 	struct stat_hot *s;
 	uint32_t i;
-	int ret;
+	int ret = 0;
 
-	if (!p->lean || in->sampling || alloc->addr == 0 || alloc->size >= HOST_BIG ||
-	    key != mt_block_key(free_ev->fn, free_ev->addr) ||
-	    k->live_bytes + alloc->size > k->peak_bytes || l->host.count >= l->host.limit ||
-	    mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF))
-		return 0;
-	if ((ret = stat_of(in, (enum mt_kind)alloc->kind, in->id, (uint32_t)alloc->stack, &i)) < 0)
+	if (!p->lean || alloc->size >= HOST_BIG ||
+	    (ret = pair_counted(in, alloc, free_ev, &i)) <= 0)
 		return ret;
 	s = &p->hot[i];
 	if (s->epoch != p->epoch[alloc->kind]) {
@@ -2458,12 +2453,6 @@ int mt_replay_stream_apply_pair(struct mt_instance *in, const struct mt_event *a
 		s->peak_blocks = s->live_blocks;
 		s->epoch = p->epoch[alloc->kind];
 	}
-	s->allocations++;
-	s->bytes_allocated += alloc->size;
-	k->allocations++;
-	k->bytes_allocated += alloc->size;
-	k->frees++;
-	in->last_free_size = alloc->size;
 	p->now = free_ev->time;
 	return 1;
 }
