@@ -8,6 +8,7 @@ the heap is wholly free (the sample measures it with "trim")."""
 import os
 import re
 import shutil
+import time
 
 from harness import LIB
 from oomtest import MiB, check, diagnosis, main, near, program, report, run, run_traced, workdir
@@ -122,7 +123,35 @@ def test_heap_figures_of_their_own_moment():
     near("trim_would_return", fr["trim_would_return"], returned, 0.05)
 
 
+def test_heap_figures_within_their_budget():
+    """The program holds still for most of its run over a heap whose
+    mallinfo2 costs 2 ms of CPU and is always interrupted (the shim): the
+    sampler, which takes the figures itself while no program thread calls
+    malloc, can never trust them. It must still spend at most its budget on
+    them (1% of each interval, so about 1% of the run), not try again at
+    every interval: it made 3 tries every 10 ms, 45% of a core, while a
+    churned heap's copy scanned at exit (mallinfo2 10 ms, interrupted
+    100-200 us by the hypervisor)."""
+    d = workdir()
+    count = os.path.join(d, "calls")
+    slow = os.path.join(os.environ["MEMTRACE_OOM_PROGRAMS"], "slow-mallinfo2.so")
+    began = time.monotonic()
+    out = run_traced([program("heap-fragmentation")], os.path.join(d, "trace.bin"),
+                     {"LD_PRELOAD": f"{slow}:{LIB}", "SLOW_MALLINFO2_OUT": count})
+    wall = time.monotonic() - began
+    check(out.returncode == 0, f"heap-fragmentation failed: {out.stderr.decode()}")
+    with open(count) as f:
+        calls, burn_ns = (int(x) for x in f.read().split())
+    shutil.rmtree(d)
+    spent = calls * burn_ns / 1e9
+    check(calls >= 1, "the sampler never took the heap figures while the program held still")
+    check(spent <= 0.03 * wall,
+          f"the sampler's mallinfo2 took {spent:.3f} s of CPU ({calls} calls) in a run of {wall:.3f} s: "
+          f"{spent / wall:.1%}, more than 3%")
+
+
 main({
+    "heap_figures_within_their_budget": test_heap_figures_within_their_budget,
     "heap_figures_of_their_own_moment": test_heap_figures_of_their_own_moment,
     "heap_figures_are_glibcs": test_heap_figures_are_glibcs,
     "fragmentation_found": test_fragmentation_found,
