@@ -187,6 +187,11 @@ const char *mt_reach_missing(const struct mt_instance *in, const struct mt_reach
 	case MT_REACH_TOO_MANY:
 		snprintf(buf, size, "too many live blocks for the scan: %" PRIu64, s->detail);
 		return buf;
+	case MT_REACH_TIMEOUT:
+		snprintf(buf, size,
+		         "the scan ran out of time: %" PRIu64 " ms (MEMTRACE_REACHABILITY_MS)",
+		         s->detail);
+		return buf;
 	default:
 		snprintf(buf, size, "a scan status this memtrace does not know: %" PRIu64,
 		         s->status);

@@ -179,6 +179,7 @@ const char *mt_reach_status_name(uint64_t status)
 	        [MT_REACH_DONE] = "done",           [MT_REACH_OFF] = "off",
 	        [MT_REACH_NO_MEMORY] = "no-memory", [MT_REACH_FAILED] = "failed",
 	        [MT_REACH_NO_TRACE] = "no-trace",   [MT_REACH_TOO_MANY] = "too-many",
+	        [MT_REACH_TIMEOUT] = "timeout",
 	};
 
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : NULL;

@@ -139,6 +139,7 @@ void mt_config_load(void)
 	 * holds few of them, a ring may have given the early ones back */
 	mt_config.reachability =
 	        !mt_config.sampling && !mt_config.ring && flag("MEMTRACE_REACHABILITY", true);
+	mt_config.reach_ms = number("MEMTRACE_REACHABILITY_MS", 10000, 0, 3600 * 1000);
 	mt_config.fast_unwind = one_of("MEMTRACE_UNWIND", "fast", "libunwind", "using fast");
 	mt_config.tsc =
 	        one_of("MEMTRACE_CLOCK", "tsc", "monotonic", "using tsc where the kernel does");

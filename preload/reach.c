@@ -19,10 +19,12 @@
  */
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,11 +190,41 @@ static struct out *out_map(size_t *bytes)
 	return NULL;
 }
 
+/*
+ * The copy's own deadline (MEMTRACE_REACHABILITY_MS): the kernel ends it
+ * with SIGALRM, wherever it is (a page of the trace read back from disk, a
+ * heap of gigabytes scanned), and the exit goes on. An exit held for a
+ * minute by a long run's trace would outlast a container's or a service
+ * manager's grace after its stop signal: the program killed, its trace
+ * saying so. The copy is its own process, so its timer, disposition and
+ * mask are its own; SIGALRM's default ends it, whatever the program set.
+ */
+static void copy_deadline(void)
+{
+	struct { /* the kernel's, not libc's */
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} dfl = {SIG_DFL, 0, NULL, 0};
+	uint64_t alrm = 1ull << (SIGALRM - 1);
+	struct itimerval at = {{0, 0},
+	                       {mt_config.reach_ms / 1000, mt_config.reach_ms % 1000 * 1000}};
+
+	if (!mt_config.reach_ms)
+		return;
+	syscall(SYS_rt_sigaction, SIGALRM, &dfl, NULL, sizeof(alrm));
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &alrm, NULL, sizeof(alrm));
+	syscall(SYS_setitimer, ITIMER_REAL, &at, NULL);
+}
+
 static void copy_main(const struct mt_reach_input *in, struct out *o)
 {
 	struct mt_reach_block *b;
 	size_t n;
 	int fd, st;
+
+	copy_deadline();
 
 	/* if memory runs out now, the kernel takes this process, not the program */
 	fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -332,7 +364,10 @@ static void write_blocks(const uint64_t *addr, const uint8_t *cls, size_t n)
 	}
 }
 
-/* Waits for the copy; 0 when it finished, else MT_REACH_FAILED's detail. */
+/*
+ * Waits for the copy; 0 when it finished, else MT_REACH_FAILED's detail
+ * (SIGALRM once its time is up: MT_REACH_TIMEOUT).
+ */
 static uint64_t wait_copy(pid_t pid)
 {
 	int st;
@@ -350,9 +385,10 @@ static uint64_t wait_copy(pid_t pid)
 }
 
 /*
- * Whether a scan that classified nothing is said on stderr: a fault is, a
- * want of memory is not (the report says why the leaks have no classes;
- * a program that ends near its memory limit is not told at every exit).
+ * Whether a scan that classified nothing is said on stderr: a fault is, and
+ * a scan out of time (the user can give it more), a want of memory is not
+ * (the report says why the leaks have no classes; a program that ends near
+ * its memory limit is not told at every exit).
  */
 static const char *worth_saying(unsigned status)
 {
@@ -361,6 +397,8 @@ static const char *worth_saying(unsigned status)
 		return "the scanning process failed";
 	case MT_REACH_NO_TRACE:
 		return "the trace could not be read back";
+	case MT_REACH_TIMEOUT:
+		return "the scan ran out of time";
 	default:
 		return NULL;
 	}
@@ -419,7 +457,11 @@ void mt_reach_at_exit(void)
 		goto done;
 	}
 	detail = wait_copy((pid_t)pid);
-	if (detail) {
+	if (detail == SIGALRM && mt_config.reach_ms &&
+	    mt_monotonic_ns() - began >= (uint64_t)mt_config.reach_ms * 1000000u) {
+		status = MT_REACH_TIMEOUT;
+		detail = mt_config.reach_ms;
+	} else if (detail) {
 		status = MT_REACH_FAILED;
 	} else {
 		status = o->r.status;
@@ -430,6 +472,9 @@ done:
 	            status == MT_REACH_DONE ? &o->r : NULL, mt_monotonic_ns() - began);
 	if (status == MT_REACH_DONE)
 		write_blocks(out_addr(o), out_class(o), o->r.blocks);
+	else if (status == MT_REACH_TIMEOUT)
+		mt_say("leaks not classified: %s: %u ms (MEMTRACE_REACHABILITY_MS)",
+		       worth_saying(status), mt_config.reach_ms);
 	else if (worth_saying(status))
 		mt_say("leaks not classified: %s", worth_saying(status));
 	syscall(SYS_munmap, o, out_bytes);

@@ -308,6 +308,7 @@ enum mt_reach_status {
 	MT_REACH_FAILED = 3,    /* detail: signal, or 256 + exit code, of the scanning process */
 	MT_REACH_NO_TRACE = 4,  /* detail: errno reading the trace back */
 	MT_REACH_TOO_MANY = 5,  /* detail: live blocks */
+	MT_REACH_TIMEOUT = 6,   /* detail: the ms it was given (MEMTRACE_REACHABILITY_MS) */
 };
 
 /* MT_REC_REACH_BLOCKS class, valgrind memcheck's four. */

@@ -239,6 +239,8 @@ static void test_reasons(void)
 	          "the scan could not read the trace back: No such file or directory");
 	CHECK_STR(reason(MT_REACH_TOO_MANY, 70000000, MT_EXIT_EXIT, false),
 	          "too many live blocks for the scan: 70000000");
+	CHECK_STR(reason(MT_REACH_TIMEOUT, 10000, MT_EXIT_EXIT, false),
+	          "the scan ran out of time: 10000 ms (MEMTRACE_REACHABILITY_MS)");
 	CHECK_STR(reason(9, 0, MT_EXIT_EXIT, false),
 	          "a scan status this memtrace does not know: 9");
 }

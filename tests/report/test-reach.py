@@ -265,6 +265,50 @@ def test_reads_back_in_little_memory():
     shutil.rmtree(d)
 
 
-main({"classes": test_classes, "killed": test_killed, "off": test_off,
+def test_out_of_time():
+    """The scan holds the program's exit for at most MEMTRACE_REACHABILITY_MS
+    (a container's stop, a service manager's, kills a program whose exit
+    takes too long, and the trace then says killed): bench-churn's 4 million
+    records take the copy hundreds of ms to read back; given 50 ms, it stops
+    there, the program exits as it would, its 3 live blocks (libc's, which
+    the whole scan finds possible or reachable, so that check passes) are
+    counted whole with the reason, so that check fails, and the line on
+    stderr says so once."""
+    d = workdir()
+    churn = os.path.join(os.path.dirname(PROGRAM), "..", "..", "bench", "bench-churn")
+    scans = {}
+    for name, limit in (("whole", None), ("cut", "50")):
+        trace = os.path.join(d, f"{name}.bin")
+        env = dict(os.environ, MEMTRACE_OUTPUT=trace, LD_PRELOAD=LIB)
+        env.pop("MEMTRACE_REACHABILITY", None)
+        if limit:
+            env["MEMTRACE_REACHABILITY_MS"] = limit
+        r = run([churn, "1000000"], env=env)
+        check(r.returncode == 0, f"bench-churn {name}: {r.returncode} {r.stderr.decode()}")
+        lines = [x for x in r.stderr.decode().splitlines() if "not classified" in x]
+        proc = report_json(trace)
+        scans[name] = proc["reachability_scan"]
+        host = proc["memories"]["host"]
+        check(host["leaked_blocks"] == 3, f"{name}: leaked {host['leaked_blocks']} blocks, not 3")
+        if not limit:
+            check(scans[name]["status"] == "done" and not lines, f"whole: {scans[name]} {lines}")
+            check(host["leak_kinds"]["definite"]["blocks"] + host["leak_kinds"]["indirect"]["blocks"] == 0,
+                  f"whole: {host['leak_kinds']}")
+            check_status(trace, ["--max-leaked", "0"], 0)
+            continue
+        why = "the scan ran out of time: 50 ms (MEMTRACE_REACHABILITY_MS)"
+        check(lines == [f"memtrace: leaks not classified: {why}"], f"stderr: {lines}")
+        check(host["leak_kinds"] is None and host["leak_kinds_missing"] == why,
+              f"{host['leak_kinds']} {host['leak_kinds_missing']}")
+        check_status(trace, ["--max-leaked", "0"], 1)
+    cut, whole = scans["cut"], scans["whole"]
+    check(cut["status"] == "timeout" and cut["detail"] == 50, f"cut: {cut}")
+    check(whole["ns"] > 4 * 50_000_000, f"the whole scan took {whole['ns']} ns: too fast to tell")
+    check(50_000_000 <= cut["ns"] < whole["ns"] / 2,
+          f"the cut scan held the exit {cut['ns']} ns, the whole one {whole['ns']}")
+    shutil.rmtree(d)
+
+
+main({"classes": test_classes, "out-of-time": test_out_of_time, "killed": test_killed, "off": test_off,
       "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks,
       "fork-temporary": test_fork_temporary, "little-memory": test_reads_back_in_little_memory})
