@@ -219,9 +219,8 @@ static int new_run(struct mt_analysis *a, struct instance_frames *inf, const str
 	}
 	run = (struct run){f->n, (uint32_t)got};
 	for (int j = 0; j < got; j++) {
-		int64_t i = add_frame(f, &tmp[j], native_flags(&tmp[j]));
-		if (i < 0)
-			return (int)i;
+		if (add_frame(f, &tmp[j], native_flags(&tmp[j])) < 0)
+			return -ENOMEM; /* its only error */
 	}
 	if (!(r = mt_map_put(&inf->addrs, address, &created)))
 		return -ENOMEM;
@@ -375,7 +374,7 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	const struct mt_pyframe *py = NULL;
 	const uint32_t *py_idx = NULL;
 	struct instance_frames *inf;
-	const uint64_t *frames;
+	uint64_t frames[MT_MAX_DEPTH];
 	uint32_t n, gen, npy = 0, next = 0;
 	unsigned count = 0;
 	bool leading = true;
@@ -384,7 +383,7 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	/* the table even for no frames: a caller reads its columns after any call */
 	if (!frames_made(a))
 		return -ENOMEM;
-	if (!in || mt_replay_stack(a->replay, stack_instance, stack, &frames, &n, &gen) < 0)
+	if (!in || mt_replay_stack(a->replay, stack_instance, stack, frames, &n, &gen) < 0)
 		return 0;
 	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
 	if (!a->sym && (r = mt_symbolizer_new(&a->sym)) < 0) {

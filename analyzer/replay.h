@@ -367,9 +367,10 @@ const struct mt_keyframes *mt_replay_keyframes(const struct mt_replay *r);
 /* Ticks to ns for this trace: the chunk headers' pairs and every SAMPLE's. */
 const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 
-/* The frames of a stack of instance `instance`, innermost first; -ENOENT if unknown. */
+/* The frames of a stack of instance `instance`, innermost first, into frames; -ENOENT if
+ * unknown. */
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
-                    const uint64_t **frames, uint32_t *n, uint32_t *gen);
+                    uint64_t frames[MT_MAX_DEPTH], uint32_t *n, uint32_t *gen);
 
 /*
  * The Python frames of a stack, innermost first: its PYSTACK's (*n 0 when it

@@ -331,10 +331,10 @@ struct ctx {
 static void mix_stack(struct ctx *x, uint32_t instance, uint32_t id)
 {
 	const struct mt_pyframe *py;
-	const uint64_t *frames;
+	uint64_t frames[MT_MAX_DEPTH];
 	uint32_t n, gen;
 
-	if (mt_replay_stack(x->r, instance, id, &frames, &n, &gen) < 0)
+	if (mt_replay_stack(x->r, instance, id, frames, &n, &gen) < 0)
 		return;
 	mix(&x->h, gen);
 	for (uint32_t i = 0; i < n; i++)

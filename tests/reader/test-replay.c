@@ -339,7 +339,7 @@ static void test_peak_stacks_and_fails(void)
 	struct stack_figures f = {0};
 	uint64_t after = 0;
 	const uint64_t frames[] = {0x401000, 0x402000};
-	const uint64_t *fr;
+	uint64_t fr[MT_MAX_DEPTH];
 	uint32_t n;
 	struct run run;
 	struct tb b;
@@ -372,10 +372,10 @@ static void test_peak_stacks_and_fails(void)
 	CHECK_EQ(mt_replay_find_instance(run.r, 1)->nfails, 2);
 	CHECK_EQ(mt_replay_find_instance(run.r, 1)->fails[0].size, 1ull << 40);
 	CHECK_EQ(mt_replay_find_instance(run.r, 1)->fails[0].fn, MT_FN_CALLOC);
-	CHECK_EQ(mt_replay_stack(run.r, 1, 1, &fr, &n, NULL), 0);
+	CHECK_EQ(mt_replay_stack(run.r, 1, 1, fr, &n, NULL), 0);
 	CHECK_EQ(n, 2);
 	CHECK_EQ(fr[1], 0x402000);
-	CHECK_EQ(mt_replay_stack(run.r, 1, 9, &fr, &n, NULL), -ENOENT);
+	CHECK_EQ(mt_replay_stack(run.r, 1, 9, fr, &n, NULL), -ENOENT);
 	done(&run, &b);
 }
 

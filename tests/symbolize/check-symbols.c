@@ -97,7 +97,7 @@ static unsigned frames_of(uint64_t size, struct mt_sym *out, const struct mt_ins
 {
 	const struct alloc *a = NULL;
 	const struct mt_instance *in;
-	const uint64_t *frames;
+	uint64_t frames[MT_MAX_DEPTH];
 	uint32_t n, gen;
 	unsigned k = 0;
 
@@ -112,7 +112,7 @@ static unsigned frames_of(uint64_t size, struct mt_sym *out, const struct mt_ins
 		exit(1);
 	}
 	in = mt_replay_find_instance(replay, a->instance);
-	if (!in || mt_replay_stack(replay, a->instance, a->stack, &frames, &n, &gen) != 0) {
+	if (!in || mt_replay_stack(replay, a->instance, a->stack, frames, &n, &gen) != 0) {
 		fprintf(stderr, "stack %u of the %llu-byte allocation not found\n", a->stack,
 			(unsigned long long)size);
 		exit(1);
