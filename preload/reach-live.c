@@ -14,6 +14,7 @@
  * Context: the copy (reach.h).
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -121,6 +122,21 @@ static bool flush(struct table *t)
 	return true;
 }
 
+/* An event queued, its slot fetched, the oldest applied when full. */
+static inline __attribute__((always_inline)) bool enqueue(struct table *t, const struct event *e)
+{
+	if (t->queued == AHEAD) {
+		if (!apply(t, &t->queue[t->head]))
+			return false;
+		t->head = (t->head + 1) % AHEAD;
+		t->queued--;
+	}
+	if (t->cap)
+		__builtin_prefetch(&t->s[slot_of(e->addr, t->cap)], 1);
+	t->queue[(t->head + t->queued++) % AHEAD] = *e;
+	return true;
+}
+
 /*
  * A host event on addr at time: queued, its slot fetched, the oldest applied
  * when full. A free of the block the same thread allocated just before (a
@@ -140,17 +156,7 @@ static inline __attribute__((always_inline)) bool event(struct table *t, uint64_
 		return true;
 	}
 	t->last_alloc = alive;
-	if (t->queued == AHEAD) {
-		if (!apply(t, &t->queue[t->head]))
-			return false;
-		t->head = (t->head + 1) % AHEAD;
-		t->queued--;
-	}
-	if (t->cap)
-		__builtin_prefetch(&t->s[slot_of(addr, t->cap)], 1);
-	t->queue[(t->head + t->queued++) % AHEAD] =
-	        (struct event){addr, time, alive ? size | ALIVE : 0};
-	return true;
+	return enqueue(t, &(struct event){addr, time, alive ? size | ALIVE : 0});
 }
 
 struct cur {
@@ -383,8 +389,9 @@ static const struct mt_chunk_header *chunk_at(const uint8_t *file, uint64_t size
 
 /*
  * The chunks the process listed (reach.c: its own and its fork ancestors'),
- * or, when it kept no list, every chunk of the file in file order, as the
- * analyzer walks them. *visited: how many.
+ * those of the list from from to to, or, when it kept no list, every chunk
+ * of the file in file order, as the analyzer walks them. *visited: how
+ * many.
  */
 /*
  * The pages of a chunk read through leave the copy's RSS at once (they stay
@@ -403,14 +410,14 @@ static void let_go(const uint8_t *file, uint64_t off, uint64_t end)
 }
 
 static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
-                       chunk_fn fn, void *ctx, uint64_t *visited)
+                       uint64_t from, uint64_t to, chunk_fn fn, void *ctx, uint64_t *visited)
 {
 	const struct mt_file_header *fh = (const void *)file;
 	uint64_t off = fh->header_size, end;
 
 	*visited = 0;
 	if (in->chunks) {
-		for (uint64_t i = 0; i < in->nchunks; i++) {
+		for (uint64_t i = from; i < to; i++) {
 			const uint64_t *blk = in->chunks[i >> MT_REACH_CHUNK_BLOCK_BITS];
 			const struct mt_chunk_header *h;
 			off = blk ? blk[i & ((1u << MT_REACH_CHUNK_BLOCK_BITS) - 1)] : 0;
@@ -444,6 +451,7 @@ static bool each_chunk(const struct mt_reach_input *in, const uint8_t *file, uin
 struct walk {
 	struct instance *ins;
 	uint64_t nins;
+	uint64_t bytes; /* of the chunks read */
 	struct table t;
 };
 
@@ -455,6 +463,7 @@ static bool process_of(void *ctx, const struct mt_chunk_header *h, const uint8_t
 	struct instance *in;
 	struct cur c = {p + 1, end, false};
 
+	w->bytes += h->size;
 	if (h->instance >= w->nins || p >= end || *p != MT_REC_PROCESS)
 		return true;
 	in = &w->ins[h->instance];
@@ -481,6 +490,114 @@ static bool events_of(void *ctx, const struct mt_chunk_header *h, const uint8_t 
 	if (h->instance >= w->nins || !w->ins[h->instance].cutoff)
 		return true;
 	return chunk_events(&w->t, p, end, h->base_ticks, w->ins[h->instance].cutoff);
+}
+
+/* ---- the events on two cores ---- */
+
+/*
+ * The chunk list's second half is read by a second process of the copy's
+ * (reach.c's mt_reach_fork) into its own table while the copy reads the
+ * first half into its own; the copy then applies the other table's slots
+ * to its own as events. An address's state is its latest event by time
+ * (at one time an allocation's over a free's, and the later of two
+ * allocations read, as the second half's are), a rule that the order
+ * events meet it does not change: the result is the one process's. Each
+ * chunk's records are read whole by one of them, so that a temporary's
+ * allocation and free (one chunk's) still cancel, and every instance's
+ * cutoff, found before the split, holds in both.
+ *
+ * Worth it from SPLIT_MIN bytes of chunks: the second process costs a
+ * clone of the copy (its page tables) and the merge a pass over its slots.
+ */
+#define SPLIT_MIN (4ull << 20)
+
+/* What the second process hands back: this, then its slots. */
+struct half {
+	uint64_t n;       /* slots */
+	uint64_t visited; /* chunks read */
+};
+#define HALF_HEADER 64u
+
+/* The list index before which half the listed chunks' bytes lie. */
+static uint64_t middle(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
+                       uint64_t bytes)
+{
+	uint64_t sum = 0, end;
+
+	for (uint64_t i = 0; i < in->nchunks; i++) {
+		const uint64_t *blk = in->chunks[i >> MT_REACH_CHUNK_BLOCK_BITS];
+		uint64_t off = blk ? blk[i & ((1u << MT_REACH_CHUNK_BLOCK_BITS) - 1)] : 0;
+		const struct mt_chunk_header *h = off ? chunk_at(file, size, off, &end) : NULL;
+		if (h && (sum += h->size) >= bytes / 2)
+			return i + 1;
+	}
+	return in->nchunks;
+}
+
+/* The second process: the list's chunks from from on, its slots into out (room bytes). */
+static _Noreturn void second_half(const struct mt_reach_input *in, struct walk *w,
+                                  const uint8_t *file, uint64_t size, uint64_t from,
+                                  struct half *out, uint64_t room)
+{
+	uint64_t visited, n = 0, bytes;
+	struct slot *o = (struct slot *)((char *)out + HALF_HEADER);
+
+	if (!each_chunk(in, file, size, from, in->nchunks, events_of, w, &visited) || !flush(&w->t))
+		syscall(SYS_exit_group, 1);
+	bytes = HALF_HEADER + w->t.n * sizeof(struct slot);
+	if (bytes > room || mt_reach_mapped + bytes > mt_reach_budget)
+		syscall(SYS_exit_group, 1);
+	for (size_t i = 0; i < w->t.cap; i++)
+		if (w->t.s[i].addr)
+			o[n++] = w->t.s[i];
+	out->n = n;
+	out->visited = visited;
+	syscall(SYS_exit_group, 0);
+	__builtin_unreachable();
+}
+
+/*
+ * The listed chunks' events into w->t on two cores, *visited the chunks
+ * read; false when that could not be done (the table is then to be built
+ * again, in the copy alone). While both run, each may map half of what the
+ * budget leaves, the second process's slots handed back included.
+ */
+static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_t *file,
+                   uint64_t size, uint64_t *visited)
+{
+	uint64_t budget = mt_reach_budget, base = mt_reach_mapped, room, mine, from, touched;
+	struct half *h;
+	long pid;
+	bool ok;
+
+	if (!in->chunks || w->bytes < SPLIT_MIN || base >= budget || mt_reach_cpus() < 2)
+		return false;
+	room = (budget - base) / 2;
+	h = mt_reach_map_shared(room);
+	if (!h)
+		return false;
+	from = middle(in, file, size, w->bytes);
+	mt_reach_budget = base + room;
+	pid = mt_reach_fork();
+	if (pid == 0)
+		second_half(in, w, file, size, from, h, room);
+	ok = pid > 0 && each_chunk(in, file, size, 0, from, events_of, w, &mine) && flush(&w->t);
+	if (pid > 0 && !ok)
+		syscall(SYS_kill, pid, SIGKILL);
+	ok = pid > 0 && mt_reach_join(pid) && ok;
+	mt_reach_budget = budget;
+	if (ok) {
+		const struct slot *o = (const struct slot *)((const char *)h + HALF_HEADER);
+		touched = (HALF_HEADER + h->n * sizeof(*o) + 4095) & ~4095ull;
+		mt_reach_mapped += touched;
+		for (uint64_t i = 0; ok && i < h->n; i++)
+			ok = enqueue(&w->t, &(struct event){o[i].addr, o[i].time, o[i].size});
+		ok = ok && flush(&w->t);
+		mt_reach_mapped -= touched;
+		*visited = mine + h->visited;
+	}
+	mt_reach_unmap_shared(h, room);
+	return ok;
 }
 
 /*
@@ -548,7 +665,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 	w.ins = mt_reach_map(w.nins * sizeof(*w.ins));
 	if (!w.ins)
 		goto no_memory;
-	each_chunk(in, file, (uint64_t)st.st_size, process_of, &w, chunks);
+	each_chunk(in, file, (uint64_t)st.st_size, 0, in->nchunks, process_of, &w, chunks);
 	/* the instance, then each one it was forked from, up to that fork */
 	if (in->instance >= w.nins) {
 		*detail = EBADMSG;
@@ -562,8 +679,15 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 		w.ins[parent].cutoff = w.ins[cur].start;
 		cur = parent;
 	}
-	if (!each_chunk(in, file, (uint64_t)st.st_size, events_of, &w, chunks) || !flush(&w.t))
-		goto no_memory;
+	if (!in_two(in, &w, file, (uint64_t)st.st_size, chunks)) {
+		if (w.t.s)
+			mt_reach_unmap(w.t.s, w.t.cap * sizeof(*w.t.s));
+		w.t = (struct table){0};
+		if (!each_chunk(in, file, (uint64_t)st.st_size, 0, in->nchunks, events_of, &w,
+		                chunks) ||
+		    !flush(&w.t))
+			goto no_memory;
+	}
 	for (size_t i = 0; i < w.t.cap; i++)
 		nb += (w.t.s[i].size & ALIVE) != 0;
 	b = mt_reach_map((nb + 1) * sizeof(*b));

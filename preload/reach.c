@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
@@ -88,8 +89,7 @@ void mt_reach_note_chunk(uint64_t off)
 
 /* ---- the copy's own memory ---- */
 
-uint64_t mt_reach_mapped;
-static uint64_t budget;
+uint64_t mt_reach_mapped, mt_reach_budget;
 #define OWN_MAX 256
 static struct mt_reach_range own[OWN_MAX];
 
@@ -114,7 +114,7 @@ void *mt_reach_map(size_t bytes)
 	void *p;
 
 	bytes = page_up(bytes ? bytes : 1);
-	if (mt_reach_mapped + bytes > budget)
+	if (mt_reach_mapped + bytes > mt_reach_budget)
 		return NULL;
 	p = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
 	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -131,7 +131,7 @@ void *mt_reach_remap(void *p, size_t old, size_t bytes)
 
 	old = page_up(old);
 	bytes = page_up(bytes);
-	if (mt_reach_mapped - old + bytes > budget)
+	if (mt_reach_mapped - old + bytes > mt_reach_budget)
 		return NULL;
 	q = (void *)syscall(SYS_mremap, p, old, bytes, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED)
@@ -147,6 +147,69 @@ void mt_reach_unmap(void *p, size_t bytes)
 	syscall(SYS_munmap, p, bytes);
 	mt_reach_mapped -= bytes;
 	own_set(p, NULL, 0);
+}
+
+void *mt_reach_map_shared(size_t bytes)
+{
+	void *p = (void *)syscall(SYS_mmap, NULL, page_up(bytes), PROT_READ | PROT_WRITE,
+	                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	own_set(NULL, p, page_up(bytes));
+	return p;
+}
+
+void mt_reach_unmap_shared(void *p, size_t bytes)
+{
+	syscall(SYS_munmap, p, page_up(bytes));
+	own_set(p, NULL, 0);
+}
+
+/* ---- the copy's second process ---- */
+
+/*
+ * Made as the copy is made (reach.c's mt_reach_at_exit): a raw clone with
+ * no exit signal and no fork handler, a child of the copy, never of the
+ * program, waited for with __WALL; the copy's oom_score_adj of 1000 and
+ * descriptors are its own copies. Should the copy die first, it dies too
+ * (PR_SET_PDEATHSIG), rather than read on for nothing.
+ */
+long mt_reach_fork(void)
+{
+	long copy = syscall(SYS_getpid), pid = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
+
+	if (pid == 0) {
+		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (syscall(SYS_getppid) != copy)
+			syscall(SYS_exit_group, 1);
+	}
+	return pid;
+}
+
+bool mt_reach_join(long pid)
+{
+	int st;
+
+	for (;;) {
+		long r = syscall(SYS_wait4, (pid_t)pid, &st, __WALL, NULL);
+		if (r == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		if (r < 0 && errno != EINTR)
+			return false;
+	}
+}
+
+/* CPUs this process may run on. */
+unsigned mt_reach_cpus(void)
+{
+	uint64_t set[16] = {0};
+	long bytes = syscall(SYS_sched_getaffinity, 0, sizeof(set), set);
+	unsigned n = 0;
+
+	for (long i = 0; i < bytes / 8; i++)
+		n += (unsigned)__builtin_popcountll(set[i]);
+	return n;
 }
 
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n)
@@ -426,7 +489,7 @@ void mt_reach_at_exit(void)
 	}
 	dl_iterate_phdr(find_objects, &in);
 	in.brk = (uintptr_t)sbrk(0);
-	budget = copy_budget();
+	mt_reach_budget = copy_budget();
 	in.out_lo = (uintptr_t)o;
 	in.out_hi = (uintptr_t)o + out_bytes;
 	in.instance = mt_instance;

@@ -56,8 +56,25 @@ struct mt_reach_input {
 void *mt_reach_map(size_t bytes);
 void *mt_reach_remap(void *p, size_t old, size_t bytes);
 void mt_reach_unmap(void *p, size_t bytes);
-/* Bytes mapped so far, held against the budget. */
-extern uint64_t mt_reach_mapped;
+/* Bytes mapped so far, held against the budget: bytes the copy may map. */
+extern uint64_t mt_reach_mapped, mt_reach_budget;
+/*
+ * A MAP_SHARED mapping, for the copy's second process to hand its results
+ * back through; not a root, not held against the budget (the caller holds
+ * what it touches). NULL when refused.
+ */
+void *mt_reach_map_shared(size_t bytes);
+void mt_reach_unmap_shared(void *p, size_t bytes);
+/*
+ * A second process of the copy's, for the copy's second core: 0 in it, its
+ * pid in the copy, -1 when it could not be made. It must end with
+ * exit_group: 0 when its work is done. mt_reach_join waits for it: true
+ * when it ended so.
+ */
+long mt_reach_fork(void);
+bool mt_reach_join(long pid);
+/* CPUs the copy may run on. */
+unsigned mt_reach_cpus(void);
 /* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
 /* memtrace's own mappings in the program (own.c): not roots either. */
