@@ -39,6 +39,7 @@ struct slot {
 #define AHEAD 8
 struct event {
 	uint64_t addr, time, size; /* size with ALIVE set for an allocation */
+	uint64_t hash;             /* slot_hash(addr): its slot, whatever the table's size then */
 };
 
 struct table {
@@ -63,9 +64,14 @@ struct instance {
  * miss); each 256 MiB region of the address space starts at a scattered
  * slot, so that the heap, the arenas and the mappings do not pile up.
  */
+static uint64_t slot_hash(uint64_t addr)
+{
+	return (addr >> 4) + (addr >> 28) * 0x9e3779b97f4a7c15u;
+}
+
 static size_t slot_of(uint64_t addr, size_t cap)
 {
-	return ((addr >> 4) + (addr >> 28) * 0x9e3779b97f4a7c15u) & (cap - 1);
+	return slot_hash(addr) & (cap - 1);
 }
 
 static bool table_grow(struct table *t)
@@ -100,7 +106,7 @@ static __attribute__((noinline)) bool apply(struct table *t, const struct event 
 
 	if (2 * (t->n + 1) > t->cap && !table_grow(t))
 		return false;
-	j = slot_of(addr, t->cap);
+	j = e->hash & (t->cap - 1);
 	while (t->s[j].addr && t->s[j].addr != addr)
 		j = (j + 1) & (t->cap - 1);
 	if (!t->s[j].addr) {
@@ -122,9 +128,12 @@ static bool flush(struct table *t)
 	return true;
 }
 
-/* An event queued, its slot fetched, the oldest applied when full. */
-static inline __attribute__((always_inline)) bool enqueue(struct table *t, const struct event *e)
+/* An event (addr, time, size) queued, its slot fetched, the oldest applied when full. */
+static inline __attribute__((always_inline)) bool enqueue(struct table *t, uint64_t addr,
+                                                          uint64_t time, uint64_t size)
 {
+	uint64_t hash = slot_hash(addr);
+
 	if (t->queued == AHEAD) {
 		if (!apply(t, &t->queue[t->head]))
 			return false;
@@ -132,8 +141,8 @@ static inline __attribute__((always_inline)) bool enqueue(struct table *t, const
 		t->queued--;
 	}
 	if (t->cap)
-		__builtin_prefetch(&t->s[slot_of(e->addr, t->cap)], 1);
-	t->queue[(t->head + t->queued++) % AHEAD] = *e;
+		__builtin_prefetch(&t->s[hash & (t->cap - 1)], 1);
+	t->queue[(t->head + t->queued++) % AHEAD] = (struct event){addr, time, size, hash};
 	return true;
 }
 
@@ -156,7 +165,7 @@ static inline __attribute__((always_inline)) bool event(struct table *t, uint64_
 		return true;
 	}
 	t->last_alloc = alive;
-	return enqueue(t, &(struct event){addr, time, alive ? size | ALIVE : 0});
+	return enqueue(t, addr, time, alive ? size | ALIVE : 0);
 }
 
 struct cur {
@@ -591,7 +600,7 @@ static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_
 		touched = (HALF_HEADER + h->n * sizeof(*o) + 4095) & ~4095ull;
 		mt_reach_mapped += touched;
 		for (uint64_t i = 0; ok && i < h->n; i++)
-			ok = enqueue(&w->t, &(struct event){o[i].addr, o[i].time, o[i].size});
+			ok = enqueue(&w->t, o[i].addr, o[i].time, o[i].size);
 		ok = ok && flush(&w->t);
 		mt_reach_mapped -= touched;
 		*visited = mine + h->visited;
