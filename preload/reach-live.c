@@ -9,7 +9,7 @@
  * across chunks; an address's state is that of its latest event by time,
  * which needs no sort: a table keyed by address keeps the latest event
  * seen. Events after the snapshot (other threads of the parent run on) are
- * left out.
+ * left out. A long list of chunks is read on two cores (in_two below).
  *
  * Context: the copy (reach.h).
  */
@@ -527,7 +527,11 @@ struct half {
 };
 #define HALF_HEADER 64u
 
-/* The list index before which half the listed chunks' bytes lie. */
+/*
+ * The list index before which half the listed chunks' bytes lie. Each
+ * header's pages are let go as a chunk's are (a fault maps the pages around
+ * it: kept, they were 15 MB of the copy's RSS on a 220 MB trace).
+ */
 static uint64_t middle(const struct mt_reach_input *in, const uint8_t *file, uint64_t size,
                        uint64_t bytes)
 {
@@ -537,7 +541,11 @@ static uint64_t middle(const struct mt_reach_input *in, const uint8_t *file, uin
 		const uint64_t *blk = in->chunks[i >> MT_REACH_CHUNK_BLOCK_BITS];
 		uint64_t off = blk ? blk[i & ((1u << MT_REACH_CHUNK_BLOCK_BITS) - 1)] : 0;
 		const struct mt_chunk_header *h = off ? chunk_at(file, size, off, &end) : NULL;
-		if (h && (sum += h->size) >= bytes / 2)
+		if (!h)
+			continue;
+		sum += h->size;
+		let_go(file, off, end);
+		if (sum >= bytes / 2)
 			return i + 1;
 	}
 	return in->nchunks;

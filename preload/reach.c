@@ -10,6 +10,8 @@
  * program's handlers and its waitpid(-1) never see it (waited for with
  * __WALL). The copy rebuilds its live blocks from the trace, scans, and
  * hands the classes back through a shared mapping; the parent writes them.
+ * A long trace is read back on two cores: the copy makes a second process
+ * of its own the same way (mt_reach_fork), its child, never the program's.
  * The copy is the OOM killer's first choice (oom_score_adj 1000) and maps
  * no more than half the memory left to the cgroup (a quarter of the
  * machine's without a limit): an exit near the limit loses the scan, never
