@@ -67,12 +67,18 @@ void *mt_reach_map_shared(size_t bytes);
 void mt_reach_unmap_shared(void *p, size_t bytes);
 /*
  * A second process of the copy's, for the copy's second core: 0 in it, its
- * pid in the copy, -1 when it could not be made. It must end with
- * exit_group: 0 when its work is done. mt_reach_join waits for it: true
- * when it ended so.
+ * pid in the copy, -1 when it could not be made. In it, mt_reach_hand says
+ * its results are whole and ends it; any other end is a failure. In the
+ * copy, mt_reach_handed waits for either: true when the results are whole;
+ * mt_reach_reap waits for its end (killed first if kill), and must come
+ * before the copy's own.
  */
 long mt_reach_fork(void);
-bool mt_reach_join(long pid);
+_Noreturn void mt_reach_hand(void);
+bool mt_reach_handed(void);
+void mt_reach_reap(bool kill);
+/* The copy's resident bytes. */
+uint64_t mt_reach_rss(void);
 /* CPUs the copy may run on. */
 unsigned mt_reach_cpus(void);
 /* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
