@@ -500,14 +500,107 @@ static bool events_of(void *ctx, const struct mt_chunk_header *h, const uint8_t 
 	return chunk_events(&w->t, p, end, h->base_ticks, w->ins[h->instance].cutoff);
 }
 
+/* ---- blocks and slots in address order ---- */
+
+/*
+ * Sorts n elements of size bytes, each led by its address, by address:
+ * radix, 11 bits at a time (2048 buckets stay in the cache while they are
+ * scattered to), through tmp; a digit every address shares (the high bits
+ * of a heap) costs no pass. Inlined for each size, so that an element's
+ * copy is a few moves.
+ */
+#define DIGIT 11
+static inline __attribute__((always_inline)) void sort_by_addr(void *base, void *tmp, size_t n,
+                                                               size_t size)
+{
+	size_t count[1u << DIGIT];
+	uint64_t all_or = 0, all_and = ~0ull;
+	char *b = base, *t = tmp;
+
+#define ADDR(p, i) (*(const uint64_t *)((p) + (i)*size))
+	for (size_t i = 0; i < n; i++) {
+		all_or |= ADDR(b, i);
+		all_and &= ADDR(b, i);
+	}
+	for (unsigned shift = 0; shift < 64; shift += DIGIT) {
+		uint64_t mask = (1u << DIGIT) - 1;
+		if (!((all_or ^ all_and) >> shift & mask))
+			continue;
+		memset(count, 0, sizeof(count));
+		for (size_t i = 0; i < n; i++)
+			count[ADDR(b, i) >> shift & mask]++;
+		size_t sum = 0;
+		for (size_t d = 0; d <= mask; d++) {
+			size_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			memcpy(t + count[ADDR(b, i) >> shift & mask]++ * size, b + i * size, size);
+		memcpy(b, t, n * size);
+	}
+#undef ADDR
+}
+
+/*
+ * The table's slots, the dead ones too (the other half's blocks may have
+ * been freed here), moved to its front and sorted by address through the
+ * room behind them (a table is at most half full).
+ */
+static size_t sort_table(struct table *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->s[i].addr)
+			t->s[n++] = t->s[i];
+	if (n)
+		sort_by_addr(t->s, t->s + n, n, sizeof(*t->s));
+	return n;
+}
+
+/*
+ * The live blocks of two address-sorted slot lists, b's events read after
+ * a's, in address order: into out unless NULL; how many. An address in
+ * both takes b's slot as apply would take an event: unless it is older,
+ * or a free at the tick of a's allocation.
+ */
+static size_t live_of(const struct slot *a, size_t na, const struct slot *b, size_t nb,
+                      struct mt_reach_block *out)
+{
+	size_t i = 0, j = 0, n = 0;
+
+	while (i < na || j < nb) {
+		const struct slot *s;
+		if (j == nb || (i < na && a[i].addr < b[j].addr)) {
+			s = &a[i++];
+		} else if (i == na || b[j].addr < a[i].addr) {
+			s = &b[j++];
+		} else {
+			s = b[j].time < a[i].time ||
+			                    (b[j].time == a[i].time && !(b[j].size & ALIVE))
+			            ? &a[i]
+			            : &b[j];
+			i++;
+			j++;
+		}
+		if (!(s->size & ALIVE))
+			continue;
+		if (out)
+			out[n] = (struct mt_reach_block){s->addr, s->size & ~ALIVE};
+		n++;
+	}
+	return n;
+}
+
 /* ---- the events on two cores ---- */
 
 /*
  * The chunk list's second half is read by a second process of the copy's
  * (reach.c's mt_reach_fork) into its own table while the copy reads the
- * first half into its own; the copy then applies the other table's slots
- * to its own as events. An address's state is its latest event by time
- * (at one time an allocation's over a free's, and the later of two
+ * first half into its own; each sorts its table's slots by address, and
+ * the copy merges the two lists. An address's state is its latest event by
+ * time (at one time an allocation's over a free's, and the later of two
  * allocations read, as the second half's are), a rule that the order
  * events meet it does not change: the result is the one process's. Each
  * chunk's records are read whole by one of them, so that a temporary's
@@ -517,12 +610,12 @@ static bool events_of(void *ctx, const struct mt_chunk_header *h, const uint8_t 
  * Worth it from SPLIT_MIN bytes of chunks, and from 1/SPLIT_RSS of the
  * copy's resident bytes: the second process costs a clone of the copy (the
  * page tables of the program's memory: 26 ms a GB, where a MB of chunks
- * takes about 6 ms to read) and the merge a pass over its slots.
+ * takes about 6 ms to read).
  */
 #define SPLIT_MIN (4ull << 20)
 #define SPLIT_RSS 64
 
-/* What the second process hands back: this, then its slots. */
+/* What the second process hands back: this, then its slots in address order. */
 struct half {
 	uint64_t n;       /* slots */
 	uint64_t visited; /* chunks read */
@@ -553,37 +646,39 @@ static uint64_t middle(const struct mt_reach_input *in, const uint8_t *file, uin
 	return in->nchunks;
 }
 
-/* The second process: the list's chunks from from on, its slots into out (room bytes). */
+/* The second process: the list's chunks from from on, its sorted slots into out (room bytes). */
 static _Noreturn void second_half(const struct mt_reach_input *in, struct walk *w,
                                   const uint8_t *file, uint64_t size, uint64_t from,
                                   struct half *out, uint64_t room)
 {
-	uint64_t visited, n = 0, bytes;
-	struct slot *o = (struct slot *)((char *)out + HALF_HEADER);
+	uint64_t visited, n, bytes;
 
 	if (!each_chunk(in, file, size, from, in->nchunks, events_of, w, &visited) || !flush(&w->t))
 		syscall(SYS_exit_group, 1);
-	bytes = HALF_HEADER + w->t.n * sizeof(struct slot);
+	n = sort_table(&w->t);
+	bytes = HALF_HEADER + n * sizeof(struct slot);
 	if (bytes > room || mt_reach_mapped + bytes > mt_reach_budget)
 		syscall(SYS_exit_group, 1);
-	for (size_t i = 0; i < w->t.cap; i++)
-		if (w->t.s[i].addr)
-			o[n++] = w->t.s[i];
+	if (n)
+		memcpy((char *)out + HALF_HEADER, w->t.s, n * sizeof(struct slot));
 	out->n = n;
 	out->visited = visited;
 	mt_reach_hand();
 }
 
 /*
- * The listed chunks' events into w->t on two cores, *visited the chunks
- * read; false when that could not be done (the table is then to be built
- * again, in the copy alone). While both run, each may map half of what the
- * budget leaves, the second process's slots handed back included.
+ * The listed chunks' live blocks, read on two cores, in address order into
+ * *blocks (n of them, *visited the chunks read): the first half's events
+ * into w->t, the second's handed back sorted, the two lists merged. False
+ * when that could not be done, all of it let go (the copy then reads every
+ * chunk alone). While both run, each may map half of what the budget
+ * leaves, the second process's slots included.
  */
 static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_t *file,
-                   uint64_t size, uint64_t *visited)
+                   uint64_t size, uint64_t *visited, struct mt_reach_block **blocks, size_t *n)
 {
-	uint64_t budget = mt_reach_budget, base = mt_reach_mapped, room, mine, from, touched;
+	uint64_t budget = mt_reach_budget, base = mt_reach_mapped, room, touched, mine, from;
+	const struct slot *theirs;
 	struct half *h;
 	long pid;
 	bool ok;
@@ -606,51 +701,23 @@ static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_
 	ok = ok && mt_reach_handed();
 	mt_reach_budget = budget;
 	if (ok) {
-		const struct slot *o = (const struct slot *)((const char *)h + HALF_HEADER);
-		touched = (HALF_HEADER + h->n * sizeof(*o) + 4095) & ~4095ull;
+		theirs = (const struct slot *)((const char *)h + HALF_HEADER);
+		touched = (HALF_HEADER + h->n * sizeof(*theirs) + 4095) & ~4095ull;
 		mt_reach_mapped += touched;
-		for (uint64_t i = 0; ok && i < h->n; i++)
-			ok = enqueue(&w->t, o[i].addr, o[i].time, o[i].size);
-		ok = ok && flush(&w->t);
+		size_t nmine = sort_table(&w->t);
+		*n = live_of(w->t.s, nmine, theirs, h->n, NULL);
+		*blocks = mt_reach_map((*n + 1) * sizeof(**blocks));
+		if (*blocks)
+			live_of(w->t.s, nmine, theirs, h->n, *blocks);
 		mt_reach_mapped -= touched;
 		*visited = mine + h->visited;
+		ok = *blocks != NULL;
 	}
 	mt_reach_unmap_shared(h, room);
+	if (w->t.s)
+		mt_reach_unmap(w->t.s, w->t.cap * sizeof(*w->t.s));
+	w->t = (struct table){0};
 	return ok;
-}
-
-/*
- * Sorts blocks by address: radix, 11 bits at a time (2048 buckets stay in
- * the cache while they are scattered to), through tmp; a digit every
- * address shares (the high bits of a heap) costs no pass.
- */
-#define DIGIT 11
-static void sort_blocks(struct mt_reach_block *b, struct mt_reach_block *tmp, size_t n)
-{
-	size_t count[1u << DIGIT];
-	uint64_t all_or = 0, all_and = ~0ull;
-
-	for (size_t i = 0; i < n; i++) {
-		all_or |= b[i].addr;
-		all_and &= b[i].addr;
-	}
-	for (unsigned shift = 0; shift < 64; shift += DIGIT) {
-		uint64_t mask = (1u << DIGIT) - 1;
-		if (!((all_or ^ all_and) >> shift & mask))
-			continue;
-		memset(count, 0, sizeof(count));
-		for (size_t i = 0; i < n; i++)
-			count[b[i].addr >> shift & mask]++;
-		size_t sum = 0;
-		for (size_t d = 0; d <= mask; d++) {
-			size_t c = count[d];
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			tmp[count[b[i].addr >> shift & mask]++] = b[i];
-		memcpy(b, tmp, n * sizeof(*b));
-	}
 }
 
 int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **blocks, size_t *n,
@@ -698,15 +765,11 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 		w.ins[parent].cutoff = w.ins[cur].start;
 		cur = parent;
 	}
-	if (!in_two(in, &w, file, (uint64_t)st.st_size, chunks)) {
-		if (w.t.s)
-			mt_reach_unmap(w.t.s, w.t.cap * sizeof(*w.t.s));
-		w.t = (struct table){0};
-		if (!each_chunk(in, file, (uint64_t)st.st_size, 0, in->nchunks, events_of, &w,
-		                chunks) ||
-		    !flush(&w.t))
-			goto no_memory;
-	}
+	if (in_two(in, &w, file, (uint64_t)st.st_size, chunks, blocks, n))
+		return 0;
+	if (!each_chunk(in, file, (uint64_t)st.st_size, 0, in->nchunks, events_of, &w, chunks) ||
+	    !flush(&w.t))
+		goto no_memory;
 	for (size_t i = 0; i < w.t.cap; i++)
 		nb += (w.t.s[i].size & ALIVE) != 0;
 	b = mt_reach_map((nb + 1) * sizeof(*b));
@@ -717,7 +780,7 @@ int mt_reach_live(const struct mt_reach_input *in, struct mt_reach_block **block
 	for (size_t i = 0; i < w.t.cap; i++)
 		if (w.t.s[i].size & ALIVE)
 			b[nb++] = (struct mt_reach_block){w.t.s[i].addr, w.t.s[i].size & ~ALIVE};
-	sort_blocks(b, tmp, nb);
+	sort_by_addr(b, tmp, nb, sizeof(*b));
 	mt_reach_unmap(tmp, (nb + 1) * sizeof(*tmp));
 	mt_reach_unmap(w.t.s, w.t.cap * sizeof(*w.t.s));
 	*blocks = b;
