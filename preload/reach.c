@@ -187,10 +187,14 @@ static int handed[2] = {-1, -1};
 long mt_reach_fork(void)
 {
 	long copy = syscall(SYS_getpid);
+	uint64_t alrm = 1ull << (SIGALRM - 1), mask;
 
 	if (syscall(SYS_pipe2, handed, O_CLOEXEC) < 0)
 		return -1;
+	/* the deadline's handler (out_of_time) knows the second process from its first moment */
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &alrm, &mask, sizeof(alrm));
 	second = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(alrm));
 	if (second == 0) {
 		syscall(SYS_close, handed[0]);
 		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -322,9 +326,12 @@ static struct out *out_map(size_t *bytes)
  * minute by a long run's trace would outlast a container's or a service
  * manager's grace after its stop signal: the program killed, its trace
  * saying so. The copy is its own process, so its timer, disposition and
- * mask are its own; SIGALRM's default ends it, whatever the program set.
+ * mask are its own; SIGALRM's default ends it, whatever the program set,
+ * once out_of_time has ended its second process, if any: that one would
+ * outlive it, a child given to the copy's reaper (the program itself, were
+ * it a subreaper or a container's first process), with a SIGCHLD.
  */
-static void copy_deadline(void)
+static void out_of_time(int sig)
 {
 	struct { /* the kernel's, not libc's */
 		void (*handler)(int);
@@ -332,13 +339,23 @@ static void copy_deadline(void)
 		void (*restorer)(void);
 		uint64_t mask;
 	} dfl = {SIG_DFL, 0, NULL, 0};
+
+	mt_reach_reap(true);
+	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	/* not blocked in its handler (SA_NODEFER): its default ends the copy now */
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+}
+
+static void copy_deadline(void)
+{
+	struct sigaction sa = {.sa_handler = out_of_time, .sa_flags = SA_NODEFER};
 	uint64_t alrm = 1ull << (SIGALRM - 1);
 	struct itimerval at = {{0, 0},
 	                       {mt_config.reach_ms / 1000, mt_config.reach_ms % 1000 * 1000}};
 
 	if (!mt_config.reach_ms)
 		return;
-	syscall(SYS_rt_sigaction, SIGALRM, &dfl, NULL, sizeof(alrm));
+	sigaction(SIGALRM, &sa, NULL);
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &alrm, NULL, sizeof(alrm));
 	syscall(SYS_setitimer, ITIMER_REAL, &at, NULL);
 }
