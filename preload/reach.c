@@ -10,6 +10,8 @@
  * program's handlers and its waitpid(-1) never see it (waited for with
  * __WALL). The copy rebuilds its live blocks from the trace, scans, and
  * hands the classes back through a shared mapping; the parent writes them.
+ * A long trace is read back on two cores: the copy makes a second process
+ * of its own the same way (mt_reach_fork), its child, never the program's.
  * The copy is the OOM killer's first choice (oom_score_adj 1000) and maps
  * no more than half the memory left to the cgroup (a quarter of the
  * machine's without a limit): an exit near the limit loses the scan, never
@@ -22,6 +24,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
@@ -88,8 +91,7 @@ void mt_reach_note_chunk(uint64_t off)
 
 /* ---- the copy's own memory ---- */
 
-uint64_t mt_reach_mapped;
-static uint64_t budget;
+uint64_t mt_reach_mapped, mt_reach_budget;
 #define OWN_MAX 256
 static struct mt_reach_range own[OWN_MAX];
 
@@ -114,7 +116,7 @@ void *mt_reach_map(size_t bytes)
 	void *p;
 
 	bytes = page_up(bytes ? bytes : 1);
-	if (mt_reach_mapped + bytes > budget)
+	if (mt_reach_mapped + bytes > mt_reach_budget)
 		return NULL;
 	p = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE,
 	                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -131,7 +133,7 @@ void *mt_reach_remap(void *p, size_t old, size_t bytes)
 
 	old = page_up(old);
 	bytes = page_up(bytes);
-	if (mt_reach_mapped - old + bytes > budget)
+	if (mt_reach_mapped - old + bytes > mt_reach_budget)
 		return NULL;
 	q = (void *)syscall(SYS_mremap, p, old, bytes, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED)
@@ -147,6 +149,133 @@ void mt_reach_unmap(void *p, size_t bytes)
 	syscall(SYS_munmap, p, bytes);
 	mt_reach_mapped -= bytes;
 	own_set(p, NULL, 0);
+}
+
+void *mt_reach_map_shared(size_t bytes)
+{
+	void *p = (void *)syscall(SYS_mmap, NULL, page_up(bytes), PROT_READ | PROT_WRITE,
+	                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	own_set(NULL, p, page_up(bytes));
+	return p;
+}
+
+void mt_reach_unmap_shared(void *p, size_t bytes)
+{
+	syscall(SYS_munmap, p, page_up(bytes));
+	own_set(p, NULL, 0);
+}
+
+/* ---- the copy's second process ---- */
+
+/*
+ * Made as the copy is made (mt_reach_at_exit): a raw clone with no exit
+ * signal and no fork handler, a child of the copy, never of the program,
+ * waited for with __WALL; the copy's oom_score_adj of 1000 and descriptors
+ * are its own copies. Should the copy die first, it dies too
+ * (PR_SET_PDEATHSIG), rather than read on for nothing. It says its results
+ * are whole by a byte on a pipe of the copy's own, whose end without that
+ * byte says it ended without: the copy goes on at once, while the kernel
+ * takes the second process's memory down (40 ms a GB of the program's),
+ * and reaps it only before it ends itself.
+ */
+static long second = -1;
+static int handed[2] = {-1, -1};
+
+long mt_reach_fork(void)
+{
+	long copy = syscall(SYS_getpid);
+	uint64_t alrm = 1ull << (SIGALRM - 1), mask;
+
+	if (syscall(SYS_pipe2, handed, O_CLOEXEC) < 0)
+		return -1;
+	/* the deadline's handler (out_of_time) knows the second process from its first moment */
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &alrm, &mask, sizeof(alrm));
+	second = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(alrm));
+	if (second == 0) {
+		syscall(SYS_close, handed[0]);
+		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (syscall(SYS_getppid) != copy)
+			syscall(SYS_exit_group, 1);
+		return 0;
+	}
+	syscall(SYS_close, handed[1]);
+	if (second < 0) {
+		syscall(SYS_close, handed[0]);
+		handed[0] = -1;
+	}
+	return second;
+}
+
+void mt_reach_hand(void)
+{
+	syscall(SYS_write, handed[1], "", 1);
+	syscall(SYS_exit_group, 0);
+	__builtin_unreachable();
+}
+
+bool mt_reach_handed(void)
+{
+	char c;
+	long r;
+
+	do
+		r = syscall(SYS_read, handed[0], &c, 1);
+	while (r < 0 && errno == EINTR);
+	syscall(SYS_close, handed[0]);
+	handed[0] = -1;
+	return r == 1;
+}
+
+void mt_reach_reap(bool kill)
+{
+	int st;
+
+	if (second <= 0)
+		return;
+	if (handed[0] >= 0)
+		syscall(SYS_close, handed[0]);
+	handed[0] = -1;
+	if (kill)
+		syscall(SYS_kill, second, SIGKILL);
+	while (syscall(SYS_wait4, (pid_t)second, &st, __WALL, NULL) < 0 && errno == EINTR)
+		;
+	second = -1;
+}
+
+/* The copy's resident bytes, what a clone of it copies the page tables of. */
+uint64_t mt_reach_rss(void)
+{
+	char buf[128] = {0}, *p = buf;
+	uint64_t pages = 0;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	while (*p && *p != ' ')
+		p++;
+	while (*p == ' ')
+		p++;
+	while (*p >= '0' && *p <= '9')
+		pages = pages * 10 + (uint64_t)(*p++ - '0');
+	return pages * 4096;
+}
+
+/* CPUs this process may run on. */
+unsigned mt_reach_cpus(void)
+{
+	uint64_t set[16] = {0};
+	long bytes = syscall(SYS_sched_getaffinity, 0, sizeof(set), set);
+	unsigned n = 0;
+
+	for (long i = 0; i < bytes / 8; i++)
+		n += (unsigned)__builtin_popcountll(set[i]);
+	return n;
 }
 
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n)
@@ -197,9 +326,12 @@ static struct out *out_map(size_t *bytes)
  * minute by a long run's trace would outlast a container's or a service
  * manager's grace after its stop signal: the program killed, its trace
  * saying so. The copy is its own process, so its timer, disposition and
- * mask are its own; SIGALRM's default ends it, whatever the program set.
+ * mask are its own; SIGALRM's default ends it, whatever the program set,
+ * once out_of_time has ended its second process, if any: that one would
+ * outlive it, a child given to the copy's reaper (the program itself, were
+ * it a subreaper or a container's first process), with a SIGCHLD.
  */
-static void copy_deadline(void)
+static void out_of_time(int sig)
 {
 	struct { /* the kernel's, not libc's */
 		void (*handler)(int);
@@ -207,13 +339,23 @@ static void copy_deadline(void)
 		void (*restorer)(void);
 		uint64_t mask;
 	} dfl = {SIG_DFL, 0, NULL, 0};
+
+	mt_reach_reap(true);
+	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	/* not blocked in its handler (SA_NODEFER): its default ends the copy now */
+	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+}
+
+static void copy_deadline(void)
+{
+	struct sigaction sa = {.sa_handler = out_of_time, .sa_flags = SA_NODEFER};
 	uint64_t alrm = 1ull << (SIGALRM - 1);
 	struct itimerval at = {{0, 0},
 	                       {mt_config.reach_ms / 1000, mt_config.reach_ms % 1000 * 1000}};
 
 	if (!mt_config.reach_ms)
 		return;
-	syscall(SYS_rt_sigaction, SIGALRM, &dfl, NULL, sizeof(alrm));
+	sigaction(SIGALRM, &sa, NULL);
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &alrm, NULL, sizeof(alrm));
 	syscall(SYS_setitimer, ITIMER_REAL, &at, NULL);
 }
@@ -426,7 +568,7 @@ void mt_reach_at_exit(void)
 	}
 	dl_iterate_phdr(find_objects, &in);
 	in.brk = (uintptr_t)sbrk(0);
-	budget = copy_budget();
+	mt_reach_budget = copy_budget();
 	in.out_lo = (uintptr_t)o;
 	in.out_hi = (uintptr_t)o + out_bytes;
 	in.instance = mt_instance;
@@ -448,6 +590,7 @@ void mt_reach_at_exit(void)
 	pid = syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
 		copy_main(&in, o);
+		mt_reach_reap(false);
 		syscall(SYS_exit_group, 0);
 	}
 	mt_fd_release(MT_FD_TRACE);

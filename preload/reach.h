@@ -56,8 +56,31 @@ struct mt_reach_input {
 void *mt_reach_map(size_t bytes);
 void *mt_reach_remap(void *p, size_t old, size_t bytes);
 void mt_reach_unmap(void *p, size_t bytes);
-/* Bytes mapped so far, held against the budget. */
-extern uint64_t mt_reach_mapped;
+/* Bytes mapped so far, held against the budget: bytes the copy may map. */
+extern uint64_t mt_reach_mapped, mt_reach_budget;
+/*
+ * A MAP_SHARED mapping, for the copy's second process to hand its results
+ * back through; not a root, not held against the budget (the caller holds
+ * what it touches). NULL when refused.
+ */
+void *mt_reach_map_shared(size_t bytes);
+void mt_reach_unmap_shared(void *p, size_t bytes);
+/*
+ * A second process of the copy's, for the copy's second core: 0 in it, its
+ * pid in the copy, -1 when it could not be made. In it, mt_reach_hand says
+ * its results are whole and ends it; any other end is a failure. In the
+ * copy, mt_reach_handed waits for either: true when the results are whole;
+ * mt_reach_reap waits for its end (killed first if kill), and must come
+ * before the copy's own.
+ */
+long mt_reach_fork(void);
+_Noreturn void mt_reach_hand(void);
+bool mt_reach_handed(void);
+void mt_reach_reap(bool kill);
+/* The copy's resident bytes. */
+uint64_t mt_reach_rss(void);
+/* CPUs the copy may run on. */
+unsigned mt_reach_cpus(void);
 /* The copy's own mappings (not roots): up to room of them into out, *n advanced. */
 void mt_reach_own_ranges(struct mt_reach_range *out, size_t room, size_t *n);
 /* memtrace's own mappings in the program (own.c): not roots either. */
