@@ -319,6 +319,17 @@ static struct out *out_map(size_t *bytes)
 	return NULL;
 }
 
+/* The kernel's struct sigaction, not libc's (the copy calls no libc function
+ * another library may interpose: sigaction's could wait on a lock held at
+ * the clone). */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+#define KERNEL_SA_RESTORER 0x04000000ul
+
 /*
  * The copy's own deadline (MEMTRACE_REACHABILITY_MS): the kernel ends it
  * with SIGALRM, wherever it is (a page of the trace read back from disk, a
@@ -333,29 +344,32 @@ static struct out *out_map(size_t *bytes)
  */
 static void out_of_time(int sig)
 {
-	struct { /* the kernel's, not libc's */
-		void (*handler)(int);
-		unsigned long flags;
-		void (*restorer)(void);
-		uint64_t mask;
-	} dfl = {SIG_DFL, 0, NULL, 0};
+	struct kernel_sigaction dfl = {SIG_DFL, 0, NULL, 0};
 
 	mt_reach_reap(true);
 	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	/* not blocked in its handler (SA_NODEFER): its default ends the copy now */
 	syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+	__builtin_unreachable();
+}
+
+/* out_of_time never returns: the restorer x86-64's kernel asks for is never reached. */
+static void never_returned_to(void)
+{
+	syscall(SYS_exit_group, 255);
 }
 
 static void copy_deadline(void)
 {
-	struct sigaction sa = {.sa_handler = out_of_time, .sa_flags = SA_NODEFER};
+	struct kernel_sigaction on = {out_of_time, SA_NODEFER | KERNEL_SA_RESTORER,
+	                              never_returned_to, 0};
 	uint64_t alrm = 1ull << (SIGALRM - 1);
 	struct itimerval at = {{0, 0},
 	                       {mt_config.reach_ms / 1000, mt_config.reach_ms % 1000 * 1000}};
 
 	if (!mt_config.reach_ms)
 		return;
-	sigaction(SIGALRM, &sa, NULL);
+	syscall(SYS_rt_sigaction, SIGALRM, &on, NULL, sizeof(on.mask));
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &alrm, NULL, sizeof(alrm));
 	syscall(SYS_setitimer, ITIMER_REAL, &at, NULL);
 }
