@@ -1408,7 +1408,25 @@ static void block_reset(struct live *l, uint64_t key, const struct host_block *h
 		mt_map_del(&l->big, key);
 }
 
-/* Counts the pages of the young blocks still live (struct live's young). */
+/*
+ * The cache lines a unit will touch are fetched ahead of it, in two steps:
+ * FAR ahead those its own fields lead to (its block's slot in the live set,
+ * its stack's entry), NEAR ahead those the first ones lead to (the stack's
+ * figures, found through its block or its entry, and the page counts of a
+ * block whose pages are counted). A few cache misses' worth of the replay's
+ * work, and less than the feed keeps made ahead.
+ */
+#define PREFETCH_FAR  16
+#define PREFETCH_NEAR 6
+/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
+#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
+#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
+
+/*
+ * Counts the pages of the young blocks still live (struct live's young).
+ * The young are in no order a cache likes: each one's slot is fetched
+ * PREFETCH_FAR entries ahead.
+ */
 static int pages_catch_up(struct live *l)
 {
 	uint32_t n = l->nyoung;
@@ -1417,7 +1435,11 @@ static int pages_catch_up(struct live *l)
 	l->nyoung = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t key = l->young[i];
-		struct host_block *h = mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF);
+		struct host_block *h;
+
+		if (l->host.cap >= PREFETCH_BLOCKS && i + PREFETCH_FAR < n)
+			mt_map_prefetch(&l->host, l->young[i + PREFETCH_FAR], false);
+		h = mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF);
 		if (!h || !(h->stat & HOST_YOUNG))
 			continue;
 		h->stat &= ~HOST_YOUNG;
@@ -1576,20 +1598,6 @@ static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct m
 		return MT_FEED_INLINE;
 	return MT_FEED_WHILE_FREE;
 }
-/*
- * The cache lines a unit will touch are fetched ahead of it, in two steps:
- * FAR ahead those its own fields lead to (its block's slot in the live set,
- * its stack's entry), NEAR ahead those the first ones lead to (the stack's
- * figures, found through its block or its entry, and the page counts of a
- * block whose pages are counted). A few cache misses' worth of the replay's
- * work, and less than the feed keeps made ahead.
- */
-#define PREFETCH_FAR  16
-#define PREFETCH_NEAR 6
-/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
-#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
-#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
-
 /* The key of the block a unit looks up, or 0 for none. */
 static inline __attribute__((always_inline)) uint64_t unit_block(const struct mt_unit *u)
 {
@@ -1620,19 +1628,21 @@ unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
 	return u->ev.stack < own->cap ? &own->dense[u->ev.stack] : NULL;
 }
 
-static void prefetch_far(const struct mt_instance_priv *p, const struct mt_unit *u)
+static inline __attribute__((always_inline)) void prefetch_far(const struct mt_instance_priv *p,
+                                                               const struct mt_unit *u)
 {
 	const uint64_t *own = unit_own_stat(p, u);
 	uint64_t key = unit_block(u);
 
 	if (!key)
 		return;
-	mt_map_prefetch(&p->live->host, key);
+	mt_map_prefetch(&p->live->host, key, true);
 	if (own)
 		__builtin_prefetch(own);
 }
 
-static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit *u)
+static inline __attribute__((always_inline)) void prefetch_near(const struct mt_instance_priv *p,
+                                                                const struct mt_unit *u)
 {
 	const uint64_t *own = unit_own_stat(p, u);
 	const struct host_block *b;
