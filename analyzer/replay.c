@@ -161,7 +161,7 @@ struct mt_instance_priv {
 	struct stat_id *ids;
 	/* checkpoints.n each one's cold growth figures include: apart, so that a fetch ahead
 	 * sees whether its event will bring them up to date (an array that stays in a cache
-	 * close to the core, a fourteenth of hot) */
+	 * close to the core, a sixteenth of hot); NULL when lean (no checkpoints.n but 0) */
 	uint32_t *synced;
 	/* the rest of each (stack, kind)'s figures, the hot ones copied in when shown; NULL
 	 * when lean */
@@ -908,10 +908,10 @@ static int stats_grow(struct mt_instance_priv *p)
 	if (!(q = realloc(p->ids, (size_t)cap * sizeof(*p->ids))))
 		return -ENOMEM;
 	p->ids = q;
-	if (!(q = realloc(p->synced, (size_t)cap * sizeof(*p->synced))))
-		return -ENOMEM;
-	p->synced = q;
 	if (!p->lean) {
+		if (!(q = realloc(p->synced, (size_t)cap * sizeof(*p->synced))))
+			return -ENOMEM;
+		p->synced = q;
 		if (!(q = realloc(p->cold, (size_t)cap * sizeof(*p->cold))))
 			return -ENOMEM;
 		p->cold = q;
@@ -995,7 +995,6 @@ static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uin
 		*own = (uint64_t)i + 1;
 	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
 	p->ids[i] = (struct stat_id){stack, si};
-	p->synced[i] = 0;
 	*out = i;
 	if (p->lean)
 		return 0;
@@ -1036,8 +1035,9 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
 /*
  * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
  * checkpoints.n and moves every position the growth figures follow, so one
- * comparison says whether its cold part is behind. A lean replay takes no
- * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
+ * comparison says whether its cold part is behind (none before the first
+ * checkpoint, when every synced is 0). A lean replay takes no checkpoint (it
+ * applies events only): its checkpoints.n stays 0, and it has no synced.
  * Inline: its call cost a tenth of an event's instructions. freed: the change
  * takes a block away (a constant where inlined).
  */
@@ -1051,7 +1051,7 @@ static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *
 	enum mt_kind kind = (enum mt_kind)s->kind;
 	struct mt_kind_stats *k = &in->kind[kind];
 
-	if (p->synced[i] != in->checkpoints.n) {
+	if (in->checkpoints.n && p->synced[i] != in->checkpoints.n) {
 		sync_growth(in, &p->cold[i], s->live_bytes);
 		p->synced[i] = in->checkpoints.n;
 	}
@@ -1144,9 +1144,10 @@ static void finish_stack_stats(struct mt_instance *in)
 
 	for (uint32_t i = 0; i < p->nstats; i++) {
 		struct stat_hot *s = &p->hot[i];
-		if (!p->lean)
+		if (!p->lean) {
 			sync_growth(in, &p->cold[i], s->live_bytes);
-		p->synced[i] = in->checkpoints.n;
+			p->synced[i] = in->checkpoints.n;
+		}
 		if (s->epoch != p->epoch[s->kind]) {
 			s->peak_bytes = s->live_bytes;
 			s->peak_blocks = s->live_blocks;
@@ -1661,7 +1662,7 @@ static inline __attribute__((always_inline)) void prefetch_stat(const struct mt_
 	const struct mt_instance_priv *p = in->priv;
 
 	__builtin_prefetch(&p->hot[i]);
-	if (p->synced[i] != in->checkpoints.n && p->cold) {
+	if (p->cold && p->synced[i] != in->checkpoints.n) {
 		const struct mt_stack_stats *c = &p->cold[i];
 		__builtin_prefetch(&c->t_sy);
 		__builtin_prefetch(&c->t_synced);
