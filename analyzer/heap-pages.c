@@ -97,9 +97,9 @@ void mt_heap_pages_prefetch(const struct mt_heap_pages *p, uint64_t addr, uint64
 	uint64_t first, last;
 
 	span(addr, size, &first, &last);
-	mt_map_prefetch(&p->edges, first);
+	mt_map_prefetch(&p->edges, first, false);
 	if (size && last != first)
-		mt_map_prefetch(&p->edges, last);
+		mt_map_prefetch(&p->edges, last, false);
 }
 
 uint64_t mt_heap_pages_bytes(const struct mt_heap_pages *p)

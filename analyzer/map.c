@@ -196,12 +196,6 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created)
 	return put_mixed(m, mt_map_mix(key), created);
 }
 
-void mt_map_prefetch(const struct mt_map *m, uint64_t key)
-{
-	if (m->cap)
-		__builtin_prefetch(key_at(m, mt_map_home(m, mt_map_mix(key))));
-}
-
 bool mt_map_del(struct mt_map *m, uint64_t key)
 {
 	return mt_map_take(m, key, NULL);

@@ -55,8 +55,6 @@ void *mt_map_put(struct mt_map *m, uint64_t key, bool *created);
  * from the long probe runs such an order makes in a smaller table.
  */
 int mt_map_reserve(struct mt_map *m, size_t n);
-/* Starts fetching the slot where a look-up of key begins into the cache, for a look-up soon. */
-void mt_map_prefetch(const struct mt_map *m, uint64_t key);
 /* Removes key; false when it was not there. */
 bool mt_map_del(struct mt_map *m, uint64_t key);
 /* Removes key and copies its value to out (vsize bytes) in one probe; false when absent. */
@@ -100,6 +98,25 @@ static inline size_t mt_map_home(const struct mt_map *m, uint64_t h)
 static inline uint64_t *mt_map_slot(const struct mt_map *m, size_t i, unsigned shift)
 {
 	return (uint64_t *)(void *)(m->slots + (i << shift));
+}
+
+/*
+ * Starts fetching into the cache the slot where a look-up of key begins, for
+ * a look-up soon; with run, also the slot two after it, so that a probe run
+ * or a take's shift back that walks past the home slot's line does not wait
+ * for the next one. Always inline, and so must be every function it is in
+ * that has no other effect: GCC counts a prefetch as none, and drops a call
+ * of a function that has none.
+ */
+static inline __attribute__((always_inline)) void mt_map_prefetch(const struct mt_map *m,
+                                                                  uint64_t key, bool run)
+{
+	if (m->cap) {
+		size_t i = mt_map_home(m, mt_map_mix(key));
+		__builtin_prefetch(m->slots + (i << m->shift));
+		if (run)
+			__builtin_prefetch(m->slots + (((i + 2) & (m->cap - 1)) << m->shift));
+	}
 }
 
 static inline void *mt_map_get_small(const struct mt_map *m, uint64_t key, unsigned shift,

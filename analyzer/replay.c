@@ -105,8 +105,7 @@ struct stat_hot {
 	uint64_t live_bytes, live_blocks;
 	uint64_t allocations, bytes_allocated;
 	uint64_t peak_bytes, peak_blocks;
-	uint64_t epoch;  /* the peak generation peak_* was last brought up to */
-	uint32_t synced; /* checkpoints.n the cold growth figures include */
+	uint64_t epoch; /* the peak generation peak_* was last brought up to */
 	uint32_t kind;
 };
 
@@ -167,6 +166,10 @@ struct mt_instance_priv {
 	struct mt_by_stack own_stat[MT_KIND_COUNT];
 	struct stat_hot *hot; /* 64-byte aligned */
 	struct stat_id *ids;
+	/* checkpoints.n each one's cold growth figures include: apart, so that a fetch ahead
+	 * sees whether its event will bring them up to date (an array that stays in a cache
+	 * close to the core, a sixteenth of hot); NULL when lean (no checkpoints.n but 0) */
+	uint32_t *synced;
 	/* the rest of each (stack, kind)'s figures, the hot ones copied in when shown; NULL
 	 * when lean */
 	struct mt_stack_stats *cold;
@@ -926,6 +929,9 @@ static int stats_grow(struct mt_instance_priv *p)
 		return -ENOMEM;
 	p->ids = q;
 	if (!p->lean) {
+		if (!(q = realloc(p->synced, (size_t)cap * sizeof(*p->synced))))
+			return -ENOMEM;
+		p->synced = q;
 		if (!(q = realloc(p->cold, (size_t)cap * sizeof(*p->cold))))
 			return -ENOMEM;
 		p->cold = q;
@@ -954,9 +960,11 @@ static void stats_release(struct mt_instance_priv *p)
 		mt_map_free(&p->stat_index[k]);
 	free(p->hot);
 	free(p->ids);
+	free(p->synced);
 	free(p->cold);
 	p->hot = NULL;
 	p->ids = NULL;
+	p->synced = NULL;
 	p->cold = NULL;
 	p->nstats = p->stats_cap = 0;
 }
@@ -1023,7 +1031,7 @@ static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uin
 		s->floor[w] = UINT64_MAX;
 	s->g_synced = 0;
 	sync_growth(in, s, 0);
-	p->hot[i].synced = in->checkpoints.n;
+	p->synced[i] = in->checkpoints.n;
 	return 0;
 }
 
@@ -1047,8 +1055,9 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
 /*
  * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
  * checkpoints.n and moves every position the growth figures follow, so one
- * comparison says whether its cold part is behind. A lean replay takes no
- * checkpoint (it applies events only): its synced stays checkpoints.n, 0.
+ * comparison says whether its cold part is behind (none before the first
+ * checkpoint, when every synced is 0). A lean replay takes no checkpoint (it
+ * applies events only): its checkpoints.n stays 0, and it has no synced.
  * Inline: its call cost a tenth of an event's instructions. freed: the change
  * takes a block away (a constant where inlined).
  */
@@ -1062,9 +1071,9 @@ static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *
 	enum mt_kind kind = (enum mt_kind)s->kind;
 	struct mt_kind_stats *k = &in->kind[kind];
 
-	if (s->synced != in->checkpoints.n) {
+	if (in->checkpoints.n && p->synced[i] != in->checkpoints.n) {
 		sync_growth(in, &p->cold[i], s->live_bytes);
-		s->synced = in->checkpoints.n;
+		p->synced[i] = in->checkpoints.n;
 	}
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
@@ -1155,9 +1164,10 @@ static void finish_stack_stats(struct mt_instance *in)
 
 	for (uint32_t i = 0; i < p->nstats; i++) {
 		struct stat_hot *s = &p->hot[i];
-		if (!p->lean)
+		if (!p->lean) {
 			sync_growth(in, &p->cold[i], s->live_bytes);
-		s->synced = in->checkpoints.n;
+			p->synced[i] = in->checkpoints.n;
+		}
 		if (s->epoch != p->epoch[s->kind]) {
 			s->peak_bytes = s->live_bytes;
 			s->peak_blocks = s->live_blocks;
@@ -1428,7 +1438,25 @@ static void block_reset(struct live *l, uint64_t key, const struct host_block *h
 		mt_map_del(&l->big, key);
 }
 
-/* Counts the pages of the young blocks still live (struct live's young). */
+/*
+ * The cache lines a unit will touch are fetched ahead of it, in two steps:
+ * FAR ahead those its own fields lead to (its block's slot in the live set,
+ * its stack's entry), NEAR ahead those the first ones lead to (the stack's
+ * figures, found through its block or its entry, and the page counts of a
+ * block whose pages are counted). A few cache misses' worth of the replay's
+ * work, and less than the feed keeps made ahead.
+ */
+#define PREFETCH_FAR  16
+#define PREFETCH_NEAR 6
+/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
+#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
+#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
+
+/*
+ * Counts the pages of the young blocks still live (struct live's young).
+ * The young are in no order a cache likes: each one's slot is fetched
+ * PREFETCH_FAR entries ahead.
+ */
 static int pages_catch_up(struct live *l)
 {
 	uint32_t n = l->nyoung;
@@ -1437,7 +1465,11 @@ static int pages_catch_up(struct live *l)
 	l->nyoung = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t key = l->young[i];
-		struct host_block *h = mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF);
+		struct host_block *h;
+
+		if (l->host.cap >= PREFETCH_BLOCKS && i + PREFETCH_FAR < n)
+			mt_map_prefetch(&l->host, l->young[i + PREFETCH_FAR], false);
+		h = mt_map_get_small(&l->host, key, HOST_SHIFT, HOST_VOFF);
 		if (!h || !(h->stat & HOST_YOUNG))
 			continue;
 		h->stat &= ~HOST_YOUNG;
@@ -1596,20 +1628,6 @@ static enum mt_feed_thread feed_thread(const struct mt_replay *r, const struct m
 		return MT_FEED_INLINE;
 	return MT_FEED_WHILE_FREE;
 }
-/*
- * The cache lines a unit will touch are fetched ahead of it, in two steps:
- * FAR ahead those its own fields lead to (its block's slot in the live set,
- * its stack's entry), NEAR ahead those the first ones lead to (the stack's
- * figures, found through its block or its entry, and the page counts of a
- * block whose pages are counted). A few cache misses' worth of the replay's
- * work, and less than the feed keeps made ahead.
- */
-#define PREFETCH_FAR  16
-#define PREFETCH_NEAR 6
-/* Live set slots and (stack, kind) figures that fill a 512 KiB cache, from which on it pays. */
-#define PREFETCH_BLOCKS ((512u << 10) >> HOST_SHIFT)
-#define PREFETCH_STATS  ((512u << 10) / sizeof(struct stat_hot))
-
 /* The key of the block a unit looks up, or 0 for none. */
 static inline __attribute__((always_inline)) uint64_t unit_block(const struct mt_unit *u)
 {
@@ -1640,32 +1658,55 @@ unit_own_stat(const struct mt_instance_priv *p, const struct mt_unit *u)
 	return u->ev.stack < own->cap ? &own->dense[u->ev.stack] : NULL;
 }
 
-static void prefetch_far(const struct mt_instance_priv *p, const struct mt_unit *u)
+static inline __attribute__((always_inline)) void prefetch_far(const struct mt_instance_priv *p,
+                                                               const struct mt_unit *u)
 {
 	const uint64_t *own = unit_own_stat(p, u);
 	uint64_t key = unit_block(u);
 
 	if (!key)
 		return;
-	mt_map_prefetch(&p->live->host, key);
+	mt_map_prefetch(&p->live->host, key, true);
 	if (own)
 		__builtin_prefetch(own);
 }
 
-static void prefetch_near(const struct mt_instance_priv *p, const struct mt_unit *u)
+/*
+ * Stat i's figures, and where its event will bring its growth figures up to
+ * date (the first change after a checkpoint), the lines of them that it
+ * writes: the sums and the floors.
+ */
+static inline __attribute__((always_inline)) void prefetch_stat(const struct mt_instance *in,
+                                                                uint32_t i)
 {
+	const struct mt_instance_priv *p = in->priv;
+
+	__builtin_prefetch(&p->hot[i]);
+	if (p->cold && p->synced[i] != in->checkpoints.n) {
+		const struct mt_stack_stats *c = &p->cold[i];
+		__builtin_prefetch(&c->t_sy);
+		__builtin_prefetch(&c->t_synced);
+		__builtin_prefetch(&c->floor[MT_GROWTH_WINDOWS - 1]);
+		__builtin_prefetch(&c->g_synced);
+	}
+}
+
+static inline __attribute__((always_inline)) void prefetch_near(const struct mt_instance *in,
+                                                                const struct mt_unit *u)
+{
+	const struct mt_instance_priv *p = in->priv;
 	const uint64_t *own = unit_own_stat(p, u);
 	const struct host_block *b;
 	uint64_t key;
 
 	if (own) {
 		if (*own)
-			__builtin_prefetch(&p->hot[*own - 1]);
+			prefetch_stat(in, (uint32_t)(*own - 1));
 		return;
 	}
 	key = unit_block(u);
 	if (key && (b = mt_map_get_small(&p->live->host, key, HOST_SHIFT, HOST_VOFF))) {
-		__builtin_prefetch(&p->hot[b->stat & ~HOST_YOUNG]);
+		prefetch_stat(in, b->stat & ~HOST_YOUNG);
 		/* a young block's pages are not counted: its free leaves them */
 		if (!(b->stat & HOST_YOUNG))
 			mt_heap_pages_prefetch(&p->live->pages, key, b->size);
@@ -2110,7 +2151,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 			if (far)
 				prefetch_far(p, far);
 			if (near)
-				prefetch_near(p, near);
+				prefetch_near(in, near);
 		}
 		if (p->next_even_tick < key && (ret = even_checkpoints(in, key, false)) < 0)
 			goto out;
@@ -2250,6 +2291,7 @@ void mt_replay_free(struct mt_replay *r)
 		}
 		free(p->hot);
 		free(p->ids);
+		free(p->synced);
 		free(p->cold);
 		live_free(p->live);
 		live_free(p->seed);
