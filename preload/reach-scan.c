@@ -474,17 +474,14 @@ static void scan_root(struct scan *s, uintptr_t lo, uintptr_t hi, const struct r
 int mt_reach_scan(const struct mt_reach_input *in, const struct mt_reach_block *blocks, size_t n,
                   uint8_t *cls, uint64_t *scanned, uint64_t *detail)
 {
-	struct sigaction sa = {0};
 	struct scan s = {.b = blocks, .n = n, .leader = -1};
 	struct ranges ex = {0};
 	struct range brk_heap = {0, 0};
 	size_t len, cap;
 	char *maps;
 
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	mt_reach_handle(SIGSEGV, on_fault);
+	mt_reach_handle(SIGBUS, on_fault);
 	maps = read_maps(&len, &cap);
 	s.state = mt_reach_map(n + 1);
 	s.queue = mt_reach_map((2 * n + 1) * sizeof(*s.queue));

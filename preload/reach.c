@@ -319,16 +319,33 @@ static struct out *out_map(size_t *bytes)
 	return NULL;
 }
 
-/* The kernel's struct sigaction, not libc's (the copy calls no libc function
- * another library may interpose: sigaction's could wait on a lock held at
- * the clone). */
+/*
+ * The kernel's struct sigaction, not libc's: the copy sets its handlers by
+ * the raw syscall, as libc's sigaction may be another library's (an
+ * interposer's, waiting on a lock another thread held at the clone). Its
+ * handlers never return, so the restorer x86-64's kernel asks for is never
+ * reached.
+ */
 struct kernel_sigaction {
-	void (*handler)(int);
+	void (*handler)(int, siginfo_t *, void *);
 	unsigned long flags;
 	void (*restorer)(void);
 	uint64_t mask;
 };
 #define KERNEL_SA_RESTORER 0x04000000ul
+
+static void never_returned_to(void)
+{
+	syscall(SYS_exit_group, 255);
+}
+
+void mt_reach_handle(int sig, void (*fn)(int, siginfo_t *, void *))
+{
+	struct kernel_sigaction on = {fn, SA_SIGINFO | SA_NODEFER | KERNEL_SA_RESTORER,
+	                              never_returned_to, 0};
+
+	syscall(SYS_rt_sigaction, sig, &on, NULL, sizeof(on.mask));
+}
 
 /*
  * The copy's own deadline (MEMTRACE_REACHABILITY_MS): the kernel ends it
@@ -342,10 +359,12 @@ struct kernel_sigaction {
  * outlive it, a child given to the copy's reaper (the program itself, were
  * it a subreaper or a container's first process), with a SIGCHLD.
  */
-static void out_of_time(int sig)
+static void out_of_time(int sig, siginfo_t *si, void *uc)
 {
-	struct kernel_sigaction dfl = {SIG_DFL, 0, NULL, 0};
+	struct kernel_sigaction dfl = {NULL, 0, NULL, 0}; /* SIG_DFL is 0 */
 
+	(void)si;
+	(void)uc;
 	mt_reach_reap(true);
 	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	/* not blocked in its handler (SA_NODEFER): its default ends the copy now */
@@ -353,23 +372,15 @@ static void out_of_time(int sig)
 	__builtin_unreachable();
 }
 
-/* out_of_time never returns: the restorer x86-64's kernel asks for is never reached. */
-static void never_returned_to(void)
-{
-	syscall(SYS_exit_group, 255);
-}
-
 static void copy_deadline(void)
 {
-	struct kernel_sigaction on = {out_of_time, SA_NODEFER | KERNEL_SA_RESTORER,
-	                              never_returned_to, 0};
 	uint64_t alrm = 1ull << (SIGALRM - 1);
 	struct itimerval at = {{0, 0},
 	                       {mt_config.reach_ms / 1000, mt_config.reach_ms % 1000 * 1000}};
 
 	if (!mt_config.reach_ms)
 		return;
-	syscall(SYS_rt_sigaction, SIGALRM, &on, NULL, sizeof(on.mask));
+	mt_reach_handle(SIGALRM, out_of_time);
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &alrm, NULL, sizeof(alrm));
 	syscall(SYS_setitimer, ITIMER_REAL, &at, NULL);
 }

@@ -13,6 +13,7 @@
 #ifndef MT_REACH_H
 #define MT_REACH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,8 @@ void mt_reach_unmap_shared(void *p, size_t bytes);
  * before the copy's own.
  */
 long mt_reach_fork(void);
+/* The copy's handler of sig (SA_SIGINFO, SA_NODEFER; it never returns), set by the raw syscall. */
+void mt_reach_handle(int sig, void (*fn)(int, siginfo_t *, void *));
 _Noreturn void mt_reach_hand(void);
 bool mt_reach_handed(void);
 void mt_reach_reap(bool kill);

@@ -309,6 +309,24 @@ def test_out_of_time():
     shutil.rmtree(d)
 
 
-main({"classes": test_classes, "out-of-time": test_out_of_time, "killed": test_killed, "off": test_off,
+def test_root_that_faults():
+    """A writable shared mapping of a file cut to nothing is a root whose
+    every page raises SIGBUS when read: the copy steps over each (its
+    handlers set by the raw syscall, as no other library's sigaction may run
+    in it), and classifies the 100 B a global holds and the 200 B dropped."""
+    d = workdir()
+    trace = os.path.join(d, "trace.bin")
+    prog = os.path.join(os.environ["MEMTRACE_REPORT_PROGRAMS"], "reach-cut-map")
+    r = run([BIN, "run", "-o", trace, "--", prog, os.path.join(d, "mapped")])
+    check(r.returncode == 0, f"memtrace run reach-cut-map: {r.returncode} {r.stderr.decode()}")
+    proc = report_json(trace)
+    scan = proc["reachability_scan"]
+    check(scan["status"] == "done" and scan["blocks"] == 2 and scan["bytes"] == 300, f"{scan}")
+    kinds = proc["memories"]["host"]["leak_kinds"]
+    check(kinds == split(definite=(200, 1), reachable=(100, 1)), f"leak_kinds {kinds}")
+    shutil.rmtree(d)
+
+
+main({"classes": test_classes, "root-that-faults": test_root_that_faults, "out-of-time": test_out_of_time, "killed": test_killed, "off": test_off,
       "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks,
       "fork-temporary": test_fork_temporary, "little-memory": test_reads_back_in_little_memory})
