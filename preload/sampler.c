@@ -273,8 +273,18 @@ static uint64_t heap_budget(void)
 	return (uint64_t)mt_config.interval_ms * 1000000u / 100;
 }
 
-/* The sampler's own last take failed: it waits for the throttle's turn. */
-static _Atomic bool heap_missed;
+/*
+ * How the last take went (a program thread's or the sampler's), for the
+ * sampler: a take that failed is tried again after 1, 2, 4, ... intervals,
+ * up to the throttle's heap_every, not at every one (3 tries of a 10 ms walk
+ * each, 45% of a core, while a churned heap's program waited on its exit's
+ * scan); once one succeeds, at every interval again. A failure is most
+ * often one preemption, and the next try soon after brings the figures of a
+ * program gone idle up to date (it may exit a few intervals later).
+ */
+enum { HEAP_NONE, HEAP_TAKEN, HEAP_MISSED };
+static _Atomic unsigned char heap_outcome;
+static uint64_t heap_backoff, heap_wait; /* intervals; the sampler's own */
 
 /* True when the figures were taken at the moment they are stamped with. */
 static bool take_heap(void)
@@ -312,7 +322,7 @@ static void take_heap_now(void)
 {
 	bool taken = take_heap();
 
-	atomic_store(&heap_missed, !taken);
+	atomic_store(&heap_outcome, taken ? HEAP_TAKEN : HEAP_MISSED);
 	atomic_store(&mt_heap_ask, taken ? MT_HEAP_FRESH : MT_HEAP_QUIET);
 }
 
@@ -338,8 +348,24 @@ void mt_sampler_heap(void)
 static void settle_heap(void)
 {
 	struct timespec step = {0, 100 * 1000};
-	unsigned char s = atomic_load(&mt_heap_ask);
+	unsigned char s;
 
+	switch (atomic_exchange(&heap_outcome, HEAP_NONE)) {
+	case HEAP_TAKEN:
+		heap_backoff = 0;
+		break;
+	case HEAP_MISSED:
+		heap_backoff = heap_backoff ? heap_backoff * 2 : 1;
+		if (heap_backoff > heap_every)
+			heap_backoff = heap_every;
+		heap_wait = heap_backoff;
+		break;
+	}
+	if (heap_wait) {
+		heap_wait--;
+		return;
+	}
+	s = atomic_load(&mt_heap_ask);
 	if (s == MT_HEAP_QUIET) {
 		uint64_t budget = heap_budget();
 		if (++heap_tick < heap_every) {
@@ -347,12 +373,8 @@ static void settle_heap(void)
 			 * program that has gone idle (no interposed call within a
 			 * millisecond of the probe) contends for nothing while they are
 			 * taken, and would otherwise keep figures from before it went
-			 * idle. Once: a take that failed is not tried at every interval
-			 * (3 tries of a 10 ms walk each, 45% of a core, while a churned
-			 * heap's program waited on its exit's scan), but in the
-			 * throttle's turn */
-			if (atomic_load(&heap_missed) ||
-			    !atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_PROBE))
+			 * idle */
+			if (!atomic_compare_exchange_strong(&mt_heap_ask, &s, MT_HEAP_PROBE))
 				return;
 			for (int i = 0; i < 10 && atomic_load(&mt_heap_ask) == MT_HEAP_PROBE; i++)
 				nanosleep(&step, NULL);
@@ -579,7 +601,8 @@ void mt_sampler_start(void)
 	heap.at = 0; /* the parent's: before this process began */
 	heap_every = 1;
 	heap_tick = 0;
-	atomic_store(&heap_missed, false);
+	atomic_store(&heap_outcome, HEAP_NONE);
+	heap_backoff = heap_wait = 0;
 	if (!mt_config.interval_ms)
 		return;
 	/* sysinfo's totalram is the kernel's totalram_pages, which /proc/meminfo's

@@ -127,11 +127,12 @@ def test_heap_figures_within_their_budget():
     """The program holds still for most of its run over a heap whose
     mallinfo2 costs 2 ms of CPU and is always interrupted (the shim): the
     sampler, which takes the figures itself while no program thread calls
-    malloc, can never trust them. It must still spend at most its budget on
-    them (1% of each interval, so about 1% of the run), not try again at
-    every interval: it made 3 tries every 10 ms, 45% of a core, while a
-    churned heap's copy scanned at exit (mallinfo2 10 ms, interrupted
-    100-200 us by the hypervisor)."""
+    malloc, can never trust them. It tries again after 1, 2, 4, ...
+    intervals, up to its throttle's (1% of each interval), so about 1% of a
+    long run and a few % of this short one, not at every interval: it made 3
+    tries every 10 ms, 45% of a core, while a churned heap's copy scanned at
+    exit (mallinfo2 10 ms, interrupted 100-200 us by the hypervisor), and
+    8-13% of this run."""
     d = workdir()
     count = os.path.join(d, "calls")
     slow = os.path.join(os.environ["MEMTRACE_OOM_PROGRAMS"], "slow-mallinfo2.so")
@@ -145,9 +146,9 @@ def test_heap_figures_within_their_budget():
     shutil.rmtree(d)
     spent = calls * burn_ns / 1e9
     check(calls >= 1, "the sampler never took the heap figures while the program held still")
-    check(spent <= 0.03 * wall,
+    check(spent <= 0.05 * wall,
           f"the sampler's mallinfo2 took {spent:.3f} s of CPU ({calls} calls) in a run of {wall:.3f} s: "
-          f"{spent / wall:.1%}, more than 3%")
+          f"{spent / wall:.1%}, more than 5%")
 
 
 main({
