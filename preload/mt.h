@@ -84,8 +84,7 @@ struct mt_config {
 	bool tsc;          /* MEMTRACE_CLOCK=monotonic: clock_gettime even where the TSC would do */
 	bool python;       /* MEMTRACE_PYTHON=0: no Python frames (python.c) */
 	bool reachability; /* MEMTRACE_REACHABILITY=0: no scan at exit (reach.c) */
-	unsigned reach_ms; /* MEMTRACE_REACHABILITY_MS: the longest the scan holds the exit; 0 = any
-	                    */
+	unsigned reach_ms; /* MEMTRACE_REACHABILITY_MS: the scan's most ms at exit; 0 = any */
 	uint64_t sampling; /* MEMTRACE_SAMPLING: mean bytes between sampled blocks; 0 = all */
 	uint64_t ring;     /* MEMTRACE_RING: bytes the trace's chunks keep to; 0 = it grows */
 	uint64_t seed;     /* MEMTRACE_SEED: the sampling's random streams, when seed_set */

@@ -300,7 +300,7 @@ static bool take_heap(void)
 		heap.took = took;
 		if (elapsed > took + HEAP_OFF_CPU_NS + (took >> HEAP_OFF_CPU_SHIFT)) {
 			if (took > heap_budget())
-				break; /* dear: not again at once (the throttle's turn comes) */
+				break; /* dear: not again at once (heap_outcome's backoff) */
 			continue;
 		}
 		atomic_fetch_add(&heap.seq, 1);
