@@ -363,7 +363,8 @@ done:
  * x86-64's BMI2 (Haswell, Zen and later) takes a varint's bits from a word
  * in one instruction (pext, with the byte mask that BMI1 makes of its end):
  * the event runs are read by a copy of their loop built for it where the
- * CPU has it (mt_cursor_next_events), whose short records are read with no
+ * CPU has it (mt_cursor_next_events, and mt_cursor_next_events_due for the
+ * runs of a trace of several threads), whose short records are read with no
  * branch per byte, and so is the open's checksum walk (sealed_ok). pext is
  * written out: its intrinsic needs BMI2 in every function it is inlined
  * through.
@@ -1739,8 +1740,9 @@ next_events(struct mt_cursor *c, struct mt_event *ev, size_t n, bool bmi2)
 	return i;
 }
 
-size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n,
-                                 uint64_t key, uint64_t offset, bool *stopped)
+static inline __attribute__((always_inline)) size_t
+events_due(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n, uint64_t key,
+           uint64_t offset, bool *stopped, bool bmi2)
 {
 	/*
 	 * A copy whose registers stay in registers, as mt_cursor_next_events',
@@ -1761,7 +1763,7 @@ size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_
 	*stopped = false;
 	while (i < n) {
 		struct mt_event *e = (struct mt_event *)(void *)(base + i * stride);
-		if (!next_fast_inline(&at, e, false))
+		if (!next_fast_inline(&at, e, bmi2))
 			break;
 		i++;
 		if ((e->type == MT_REC_REALLOC && e->old != 0) || e->time > key ||
@@ -1775,6 +1777,26 @@ size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_
 	c->addr = at.addr;
 	c->stack = at.stack;
 	return i;
+}
+
+#ifdef WORD_BMI2
+__attribute__((target("bmi,bmi2,popcnt"))) static size_t
+events_due_bmi2(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n, uint64_t key,
+                uint64_t offset, bool *stopped)
+{
+	return events_due(c, ev, stride, n, key, offset, stopped, true);
+}
+#endif
+
+/* The runs of a trace of several threads come this way: BMI2's reading where the CPU has it. */
+size_t mt_cursor_next_events_due(struct mt_cursor *c, struct mt_event *ev, size_t stride, size_t n,
+                                 uint64_t key, uint64_t offset, bool *stopped)
+{
+#ifdef WORD_BMI2
+	if (__builtin_cpu_supports("bmi2"))
+		return events_due_bmi2(c, ev, stride, n, key, offset, stopped);
+#endif
+	return events_due(c, ev, stride, n, key, offset, stopped, false);
 }
 
 #ifdef WORD_BMI2
