@@ -240,8 +240,10 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	uint64_t skey = (uint64_t)si << 32 | stack;
 	uint32_t *slot = mt_map_get(&g->of_stack, skey);
 	const struct mt_frame_columns *col;
+	const struct mt_pyframe *pyframes;
 	const char *tail = NULL;
 	int n, py = -1, last = -1, r;
+	uint32_t npy = 0;
 	int64_t tail_id = 0;
 	unsigned nkey;
 	uint64_t h;
@@ -249,6 +251,16 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 
 	if (slot)
 		return (int)*slot;
+	/*
+	 * No Python stack, no Python frame: the stack is in no group, and its native frames are
+	 * not looked up for it (only a row that is printed needs them). Looked up, every frame
+	 * of every stack of a C program was symbolized, and `check` of one with nothing to say
+	 * spent 0.1 s of its 0.11 s inflating libc's compressed debug sections.
+	 */
+	if (mt_replay_pystack(a->replay, si, stack, &pyframes, &npy) < 0 || !npy) {
+		r = 0;
+		goto done;
+	}
 	n = mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES);
 	if (n < 0)
 		return n;
