@@ -16,13 +16,13 @@
  * when the cgroup changed.
  *
  * smaps_rollup walks every page of the process, which costs milliseconds
- * in a large one; when it takes more than 5% of the interval in CPU time it
- * is read less often, so the sampler never takes more than a few percent of
- * a core. And it is read only when the process's pages moved since the
- * last read (statm's figures, its page faults), or that read is older than
- * PSS_MAX_AGE_NS: on a program that keeps both cores busy, the sampler's
- * CPU is the program's wall time, and smaps_rollup was most of it. A
- * process that forked or was forked reads it at every sample as before.
+ * in a large one; when it takes more than 1% of the interval in CPU time
+ * (5% in a process that forked or was forked: PSS_SHARE_*) it is read less
+ * often, so the sampler never takes more than a few percent of a core. And it is read only when the
+ * process's pages moved since the last read (statm's figures, its page faults), or that read is
+ * older than PSS_MAX_AGE_NS: on a program that keeps both cores busy, the sampler's CPU is the
+ * program's wall time, and smaps_rollup was most of it. A process that forked or was forked reads
+ * it at every sample as before.
  *
  * mallinfo2 takes every arena's lock: from this thread every 10 ms it would
  * contend with each allocating thread and wait on a lock that a thread stuck
@@ -72,6 +72,16 @@ static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
  */
 #define PSS_MOVED_SHIFT 6
 #define PSS_MAX_AGE_NS  (100 * 1000000u)
+/*
+ * The reads' share of the sampler's interval, as 1/N: a twentieth in a
+ * process that forked or was forked, whose Pss moves with the other
+ * processes' pages; a hundredth in one alone, whose Pss moves only with its
+ * own: torch's 455 MB of RSS take 7.9 ms a read, and at a twentieth the
+ * reads took 5% of a core, which a program busy on every core (torch's
+ * threads) gives up in wall time.
+ */
+#define PSS_SHARE_FORKED 20
+#define PSS_SHARE_ALONE  100
 static uint64_t pss_rss, pss_shared, pss_faults; /* pages, faults: at the last read */
 static uint64_t pss_read_ns;                     /* monotonic: when */
 /* A process that forked or was forked shares its pages with another
@@ -483,7 +493,8 @@ static void take_sample(bool fresh)
 			pss_faults = flt;
 		}
 		uint64_t took = cpu_ns() - cpu;
-		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u / 20;
+		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u /
+		                  (atomic_load(&pss_forked) ? PSS_SHARE_FORKED : PSS_SHARE_ALONE);
 		smaps_every = budget && took > budget ? took / budget + 1 : 1;
 	}
 	v[MT_SAMPLE_PSS] = last_pss;
