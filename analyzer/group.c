@@ -371,13 +371,43 @@ struct entry {
 	uint32_t row;
 };
 
-static int cmp_entry(const void *x, const void *y)
+static int cmp_stack(const void *x, const void *y)
 {
 	const struct entry *a = x, *b = y;
 
-	if (a->group != b->group)
-		return a->group < b->group ? -1 : 1;
 	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/*
+ * The entries in order of group, then stack: counted out by group (groups
+ * 0 .. ngroups), each group's then sorted by stack: one qsort of them all
+ * took 4% of a torch report's instructions. -ENOMEM.
+ */
+static int sort_entries(struct entry **e, size_t n, uint32_t ngroups)
+{
+	uint32_t *at = calloc((size_t)ngroups + 2, sizeof(*at));
+	struct entry *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	size_t from = 0;
+
+	if (!at || !sorted) {
+		free(at);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		at[(*e)[i].group + 1]++;
+	for (uint32_t g = 0; g <= ngroups; g++)
+		at[g + 1] += at[g];
+	/* at[g] from group g's start to its end */
+	for (size_t i = 0; i < n; i++)
+		sorted[at[(*e)[i].group]++] = (*e)[i];
+	for (uint32_t g = 0; g <= ngroups; from = at[g++])
+		if (at[g] - from > 1)
+			qsort(sorted + from, at[g] - from, sizeof(*sorted), cmp_stack);
+	free(at);
+	free(*e);
+	*e = sorted;
+	return 0;
 }
 
 int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *rows, size_t n,
@@ -403,7 +433,10 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 		e[i] = (struct entry){(uint64_t)rows[i].stack_instance << 32 | rows[i].stack,
 		                      (uint32_t)r, (uint32_t)i};
 	}
-	qsort(e, n, sizeof(*e), cmp_entry);
+	if ((r = sort_entries(&e, n, a->groups->n)) < 0) {
+		free(e);
+		return r;
+	}
 	/* one block: the rows, then the stacks merged in them */
 	res = malloc((n ? n : 1) * (sizeof(*res) + sizeof(*refs)));
 	if (!res) {
