@@ -1062,9 +1062,9 @@ static inline unsigned varint_word(const uint8_t *p, uint64_t *v)
 	memcpy(&w, p, sizeof(w)); /* the format is little-endian, and so is this reader */
 	ends = ~w & 0x8080808080808080ull;
 	if (ends) {
-		len = (unsigned)__builtin_ctzll(ends) / 8 + 1;
-		if (len < 8)
-			w &= (1ull << (8 * len)) - 1;
+		unsigned bits = (unsigned)__builtin_ctzll(ends) + 1; /* through its last byte */
+		w &= ~0ull >> (64 - bits);
+		len = bits / 8;
 	} else if (p[8] < 0x80) {
 		len = 9;
 	} else {
@@ -1082,11 +1082,11 @@ static inline unsigned varint_word(const uint8_t *p, uint64_t *v)
 /* A STACK's frames: the first as it is, each other a zigzag step from the one before. */
 static void stack_frames(struct dec *d, uint64_t *frames, uint32_t n)
 {
-	const uint8_t *p = d->p;
+	const uint8_t *p = d->p, *end = d->end;
 	uint32_t i = 0;
 
 	/* in registers while nine bytes are left: u() keeps its place in *d, a store a field */
-	for (uint64_t v; !d->bad && i < n && d->end - p >= 9; i++) {
+	for (uint64_t v; !d->bad && i < n && end - p >= 9; i++) {
 		unsigned len = varint_word(p, &v);
 		if (!len)
 			break;
