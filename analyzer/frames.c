@@ -31,7 +31,10 @@
 /* A native address's frames: the table's first .. first + n - 1. */
 struct run {
 	uint32_t first;
-	uint32_t n;
+	uint16_t n;
+	/* whether a frame of it is F_MEMTRACE, F_ALLOCATOR or F_EVAL: most are none, taken as
+	 * they are without their flags read */
+	bool special;
 };
 
 struct instance_frames {
@@ -217,10 +220,12 @@ static int new_run(struct mt_analysis *a, struct instance_frames *inf, const str
 		tmp[0].address = address;
 		got = 1;
 	}
-	run = (struct run){f->n, (uint32_t)got};
+	run = (struct run){f->n, (uint16_t)got, false};
 	for (int j = 0; j < got; j++) {
-		if (add_frame(f, &tmp[j], native_flags(&tmp[j])) < 0)
+		uint8_t flags = native_flags(&tmp[j]);
+		if (add_frame(f, &tmp[j], flags) < 0)
 			return -ENOMEM; /* its only error */
+		run.special = run.special || (flags & (F_MEMTRACE | F_ALLOCATOR | F_EVAL));
 	}
 	if (!(r = mt_map_put(&inf->addrs, address, &created)))
 		return -ENOMEM;
@@ -401,6 +406,12 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 			run = *known;
 		else if ((r = new_run(a, inf, in, frames[i], &run)) < 0)
 			return r;
+		if (!run.special) {
+			for (uint32_t j = run.first; j < run.first + run.n && count < max; j++)
+				out[count++] = j;
+			leading = false;
+			continue;
+		}
 		for (uint32_t j = run.first; j < run.first + run.n && count < max; j++) {
 			uint8_t flags = a->frames->col.flags[j];
 			if (flags & F_MEMTRACE)

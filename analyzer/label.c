@@ -183,21 +183,33 @@ bool mt_label_is_plumbing(const char *function, const char *user)
 	return false;
 }
 
-static bool plumbing_by_patterns(void *user, const char *function)
+struct patterns {
+	const struct mt_sym *syms;
+	const char *user;
+};
+
+static enum mt_label_class class_by_patterns(void *ctx, int i)
 {
-	return mt_label_is_plumbing(function, user);
+	const struct patterns *p = ctx;
+	const char *f = p->syms[i].function;
+
+	return !f                                 ? MT_LABEL_UNNAMED
+	       : mt_label_is_plumbing(f, p->user) ? MT_LABEL_PLUMBING
+	                                          : MT_LABEL_NAMED;
 }
 
 int mt_label_frame(const struct mt_sym *syms, int n, const char *user)
 {
-	return mt_label_frame_by(syms, n, plumbing_by_patterns, (void *)user);
+	struct patterns p = {syms, user};
+
+	return mt_label_frame_by(n, class_by_patterns, &p);
 }
 
-int mt_label_frame_by(const struct mt_sym *syms, int n,
-                      bool (*is_plumbing)(void *ctx, const char *function), void *ctx)
+int mt_label_frame_by(int n, enum mt_label_class (*class_of)(void *ctx, int i), void *ctx)
 {
 	for (int i = 0; i < n; i++) {
 		int named = i;
+		enum mt_label_class c = MT_LABEL_UNNAMED;
 		/*
 		 * Frames without a name (a library's local functions, their
 		 * symbols stripped: libc10's DefaultCPUAllocator::allocate, the
@@ -206,11 +218,11 @@ int mt_label_frame_by(const struct mt_sym *syms, int n,
 		 * plumbing, else it is the label. With no named frame after them,
 		 * the first of them is the best there is.
 		 */
-		while (named < n && !syms[named].function)
+		while (named < n && (c = class_of(ctx, named)) == MT_LABEL_UNNAMED)
 			named++;
 		if (named == n)
 			return i;
-		if (!is_plumbing(ctx, syms[named].function))
+		if (c != MT_LABEL_PLUMBING)
 			return named;
 		i = named;
 	}

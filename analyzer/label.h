@@ -37,9 +37,13 @@ bool mt_label_is_plumbing(const char *function, const char *user);
  * label is the first of them only when no named frame follows.
  */
 int mt_label_frame(const struct mt_sym *syms, int n, const char *user);
-/* The same with what is plumbing said by is_plumbing (a caller's memo of mt_label_is_plumbing). */
-int mt_label_frame_by(const struct mt_sym *syms, int n,
-                      bool (*is_plumbing)(void *ctx, const char *function), void *ctx);
+/* What mt_label_frame asks of a frame. */
+enum mt_label_class { MT_LABEL_UNNAMED, MT_LABEL_PLUMBING, MT_LABEL_NAMED };
+/*
+ * The same with each frame i's class said by class_of (a caller's memo of
+ * mt_label_is_plumbing), asked only of the frames up to the label.
+ */
+int mt_label_frame_by(int n, enum mt_label_class (*class_of)(void *ctx, int i), void *ctx);
 
 /*
  * The length of a demangled name without its trailing parameter list (and

@@ -41,6 +41,7 @@ void mt_pystacks_free(struct mt_pystacks *p)
 	mt_map_free(&p->codes);
 	mt_map_free(&p->pystacks);
 	mt_map_free(&p->stacks);
+	free(p->by_id);
 	free(p->frames);
 	memset(p, 0, sizeof(*p));
 }
@@ -105,6 +106,32 @@ int mt_pystacks_add_pystack(struct mt_pystacks *p, const struct mt_record *rec)
 	return 0;
 }
 
+/*
+ * Whether id goes in by_id, grown for it if need be: ids up to twice as
+ * many as it holds room for and 4096 more, so that a trace whose ids jump
+ * cannot make it hold mostly nothing. A torch trace's 722,234 stacks in a
+ * map took a probe that missed the cache to add each and another to find
+ * it, and rehashes as it grew.
+ */
+static bool in_array(struct mt_pystacks *p, uint32_t id)
+{
+	size_t cap = p->by_id_cap ? p->by_id_cap : 4096;
+	uint64_t *q;
+
+	if (id < p->by_id_cap)
+		return true;
+	if (id >= 2 * p->by_id_cap + 4096)
+		return false;
+	while (cap <= id)
+		cap *= 2;
+	if (!(q = realloc(p->by_id, cap * sizeof(*q))))
+		return false; /* the map's, then */
+	memset(q + p->by_id_cap, 0, (cap - p->by_id_cap) * sizeof(*q));
+	p->by_id = q;
+	p->by_id_cap = cap;
+	return true;
+}
+
 int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_record *rec)
 {
 	uint64_t *pystack;
@@ -112,6 +139,12 @@ int mt_pystacks_add_stack(struct mt_pystacks *p, uint32_t id, const struct mt_re
 
 	if (!rec->u.stack.pystack)
 		return 0;
+	/* the first of an id wins, wherever it went */
+	if (in_array(p, id) && !(p->stacks.count && mt_map_get(&p->stacks, id))) {
+		if (!p->by_id[id])
+			p->by_id[id] = rec->u.stack.pystack;
+		return 0;
+	}
 	pystack = mt_map_put(&p->stacks, id, &created);
 	if (!pystack)
 		return -ENOMEM;
@@ -128,7 +161,9 @@ const struct mt_pycode *mt_pystacks_code(const struct mt_pystacks *p, uint64_t i
 uint32_t mt_pystacks_frames(const struct mt_pystacks *p, uint32_t id,
                             const struct mt_pyframe **frames)
 {
-	const uint64_t *pystack = mt_map_get(&p->stacks, id);
+	const uint64_t *pystack = id < p->by_id_cap && p->by_id[id] ? &p->by_id[id]
+	                          : p->stacks.count                 ? mt_map_get(&p->stacks, id)
+	                                                            : NULL;
 	const struct py_stack *s = pystack ? mt_map_get(&p->pystacks, *pystack) : NULL;
 
 	*frames = s ? p->frames + s->first : NULL;

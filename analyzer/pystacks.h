@@ -32,7 +32,13 @@ struct mt_pycode {
 struct mt_pystacks {
 	struct mt_map codes;    /* id -> struct mt_pycode */
 	struct mt_map pystacks; /* PYSTACK id -> struct { first, n } into frames */
-	struct mt_map stacks;   /* stack id -> PYSTACK id, for stacks that name one */
+	/*
+	 * stack id -> PYSTACK id, for stacks that name one: by_id for the ids a
+	 * writer numbers from 1 up (0: none), stacks for those far beyond
+	 */
+	uint64_t *by_id;
+	size_t by_id_cap;
+	struct mt_map stacks;
 	struct mt_pyframe *frames;
 	size_t nframes, cap;
 };

@@ -1048,6 +1048,58 @@ static int64_t z(struct dec *d)
 	return mt_unzigzag(u(d));
 }
 
+/*
+ * A varint of up to nine bytes at p, nine of which the caller knows are in
+ * the payload, read a word at a time: a STACK's steps between return
+ * addresses are one to eight bytes long in no order (a torch trace's 45
+ * million of them), and a loop over their bytes branches on each. Its
+ * length, or 0 for a longer one (u_slow's).
+ */
+static inline unsigned varint_word(const uint8_t *p, uint64_t *v)
+{
+	uint64_t w, ends;
+	unsigned len;
+
+	memcpy(&w, p, sizeof(w)); /* the format is little-endian, and so is this reader */
+	ends = ~w & 0x8080808080808080ull;
+	if (ends) {
+		unsigned bits = (unsigned)__builtin_ctzll(ends) + 1; /* through its last byte */
+		w &= ~0ull >> (64 - bits);
+		len = bits / 8;
+	} else if (p[8] < 0x80) {
+		len = 9;
+	} else {
+		return 0;
+	}
+	/* the 7-bit groups side by side: pairs into 14 bits, those into 28, into 56 */
+	w &= 0x7f7f7f7f7f7f7f7full;
+	w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
+	w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
+	w = (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
+	*v = len == 9 ? w | (uint64_t)p[8] << 56 : w;
+	return len;
+}
+
+/* A STACK's frames: the first as it is, each other a zigzag step from the one before. */
+static void stack_frames(struct dec *d, uint64_t *frames, uint32_t n)
+{
+	const uint8_t *p = d->p, *end = d->end;
+	uint32_t i = 0;
+
+	/* in registers while nine bytes are left: u() keeps its place in *d, a store a field */
+	for (uint64_t v; !d->bad && i < n && end - p >= 9; i++) {
+		unsigned len = varint_word(p, &v);
+		if (!len)
+			break;
+		p += len;
+		frames[i] = i == 0 ? v : frames[i - 1] + (uint64_t)mt_unzigzag(v);
+	}
+	d->p = p;
+	d->field += i;
+	for (; i < n && !d->bad; i++)
+		frames[i] = i == 0 ? u(d) : frames[i - 1] + (uint64_t)z(d);
+}
+
 static struct mt_bytes bytes(struct dec *d, uint32_t max)
 {
 	struct mt_bytes b = {NULL, 0};
@@ -1322,9 +1374,7 @@ static int decode(struct mt_cursor *c, struct mt_record *rec, struct dec *d, str
 			            "STACK record with %llu frames (at most %d)",
 			            (unsigned long long)n, MT_MAX_DEPTH);
 		rec->u.stack.n = (uint32_t)n;
-		for (uint32_t i = 0; i < rec->u.stack.n && !d->bad; i++)
-			rec->u.stack.frames[i] =
-			        i == 0 ? u(d) : rec->u.stack.frames[i - 1] + (uint64_t)z(d);
+		stack_frames(d, rec->u.stack.frames, rec->u.stack.n);
 		/* appended: its Python frames' PYSTACK id; a record that ends here has none */
 		rec->u.stack.pystack = d->p < d->end ? u(d) : 0;
 		break;
