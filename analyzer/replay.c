@@ -41,6 +41,7 @@
 
 #include "by-stack.h"
 #include "feed.h"
+#include "frame-tree.h"
 #include "heap-pages.h"
 #include "keyframes.h"
 #include "map.h"
@@ -52,8 +53,7 @@
 #define PAGE_ROUND 4096u
 
 struct stack_entry {
-	uint64_t first; /* its first word in priv->frames */
-	uint32_t n;
+	uint32_t node; /* its innermost frame's in priv->frames */
 	uint32_t gen;
 };
 
@@ -175,18 +175,10 @@ struct live {
 };
 
 struct mt_instance_priv {
-	struct mt_map stacks; /* id -> struct stack_entry */
-	/*
-	 * Every stack's frames, each a 32-bit step from the one before, or
-	 * FRAME_FAR and the frame's whole address in the next two words (the
-	 * first frame, and a step between objects mapped far apart): 4 bytes a
-	 * frame where 8 took 350 MB of a torch training run's report (722,234
-	 * stacks of 62 frames on average). mt_replay_stack reads them out.
-	 */
-	uint32_t *frames;
-	size_t nframes, frames_cap; /* words */
-	struct mt_pystacks py;      /* code objects, Python stacks, and the one each stack names */
-	struct mt_map thread_index; /* tid -> index into threads */
+	struct mt_map stacks;        /* id -> struct stack_entry */
+	struct mt_frame_tree frames; /* every stack's, sealed after the first pass */
+	struct mt_pystacks py;       /* code objects, Python stacks, and the one each stack names */
+	struct mt_map thread_index;  /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
 	/* stack_instance << 32 | stack -> uint32_t, an index into hot, ids and synced; a lean
@@ -309,6 +301,7 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 		return NULL;
 	}
 	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
+	mt_frame_tree_init(&in->priv->frames);
 	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
@@ -362,14 +355,13 @@ static int add_chunk(struct mt_instance *in, const struct mt_chunk *ch)
 	return 0;
 }
 
-/* A frames word that says the next two hold the whole address. */
-#define FRAME_FAR 0x80000000u
-
 static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stack_entry *e;
+	uint32_t node;
 	bool created;
+	int ret;
 
 	if (rec->u.stack.id > UINT32_MAX)
 		return 0; /* ids are u32 in events' eyes; such a stack is never referred to */
@@ -378,36 +370,12 @@ static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 		return -ENOMEM;
 	if (!created)
 		return 0; /* written once per instance; a repeat adds nothing */
-	if (p->nframes + (size_t)rec->u.stack.n * 3 > p->frames_cap) {
-		size_t cap = p->frames_cap ? p->frames_cap : 1024;
-		void *q;
-		while (cap < p->nframes + (size_t)rec->u.stack.n * 3)
-			cap *= 2;
-		q = realloc(p->frames, cap * sizeof(*p->frames));
-		if (!q) {
-			mt_map_del(&p->stacks, rec->u.stack.id);
-			return -ENOMEM;
-		}
-		p->frames = q;
-		p->frames_cap = cap;
+	if ((ret = mt_frame_tree_add(&p->frames, rec->u.stack.frames, rec->u.stack.n, &node)) < 0) {
+		mt_map_del(&p->stacks, rec->u.stack.id);
+		return ret;
 	}
-	e->first = p->nframes;
-	e->n = rec->u.stack.n;
+	e->node = node;
 	e->gen = (uint32_t)rec->u.stack.gen;
-	for (uint32_t i = 0; i < rec->u.stack.n; i++) {
-		uint64_t f = rec->u.stack.frames[i];
-		int64_t step = i ? (int64_t)(f - rec->u.stack.frames[i - 1]) : INT64_MIN;
-		uint32_t *w = p->frames + p->nframes;
-		if (step > INT32_MIN && step <= INT32_MAX) {
-			w[0] = (uint32_t)step;
-			p->nframes++;
-		} else {
-			w[0] = FRAME_FAR;
-			w[1] = (uint32_t)f;
-			w[2] = (uint32_t)(f >> 32);
-			p->nframes += 3;
-		}
-	}
 	in->stack_count++;
 	return mt_pystacks_add_stack(&p->py, (uint32_t)rec->u.stack.id, rec);
 }
@@ -743,6 +711,8 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		bool created;
 		uint32_t *idx = mt_map_put(&r->index, r->instances[i].id, &created);
 		*idx = i; /* no growth: every id is already there */
+		/* every STACK is in: the table that found their nodes goes */
+		mt_frame_tree_seal(&r->instances[i].priv->frames);
 	}
 	ret = link_instances(r);
 	if (ret < 0) {
@@ -2383,7 +2353,7 @@ void mt_replay_free(struct mt_replay *r)
 		if (!p)
 			continue;
 		mt_map_free(&p->stacks);
-		free(p->frames);
+		mt_frame_tree_free(&p->frames);
 		mt_pystacks_free(&p->py);
 		mt_map_free(&p->thread_index);
 		for (uint32_t t = 0; t < p->nthreads; t++)
@@ -2447,21 +2417,10 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 {
 	const struct mt_instance *in = mt_replay_find_instance(r, instance);
 	const struct stack_entry *e;
-	const uint32_t *w;
 
 	if (!in || !(e = mt_map_get(&in->priv->stacks, id)))
 		return -ENOENT;
-	/* the first frame is always FRAME_FAR's; a stack of no frames may have no array */
-	w = e->n ? in->priv->frames + e->first : NULL;
-	for (uint32_t i = 0; i < e->n; i++, w++) {
-		if (*w == FRAME_FAR) {
-			frames[i] = w[1] | (uint64_t)w[2] << 32;
-			w += 2;
-		} else {
-			frames[i] = frames[i - 1] + (uint64_t)(int64_t)(int32_t)*w;
-		}
-	}
-	*n = e->n;
+	*n = mt_frame_tree_get(&in->priv->frames, e->node, frames, MT_MAX_DEPTH);
 	if (gen)
 		*gen = e->gen;
 	return 0;
