@@ -16,6 +16,7 @@ void mt_frame_tree_free(struct mt_frame_tree *t)
 	free(t->frame);
 	free(t->parent);
 	free(t->table);
+	free(t->path);
 	mt_frame_tree_init(t);
 }
 
@@ -64,9 +65,20 @@ static int grow(struct mt_frame_tree *t)
 	return 0;
 }
 
+/* The node (parent, f), or 0 and in *slot the empty slot where it would go. */
+static uint32_t find(const struct mt_frame_tree *t, uint32_t parent, uint64_t f, uint32_t *slot)
+{
+	uint32_t s = home(t, parent, f), x;
+
+	while ((x = t->table[s]) && (t->frame[x] != f || t->parent[x] != parent))
+		s = (s + 1) & (t->table_cap - 1);
+	*slot = s;
+	return x;
+}
+
 int mt_frame_tree_add(struct mt_frame_tree *t, const uint64_t *frames, uint32_t n, uint32_t *node)
 {
-	uint32_t at = 0;
+	uint32_t at = 0, d = 0;
 	int ret;
 
 	if (t->sealed)
@@ -78,23 +90,38 @@ int mt_frame_tree_add(struct mt_frame_tree *t, const uint64_t *frames, uint32_t 
 		t->parent[0] = 0;
 		t->n = 1;
 	}
-	/* from the outermost frame in, each a child of the one outside it */
-	for (uint32_t i = n; i-- > 0;) {
-		uint64_t f = frames[i];
-		uint32_t s, x;
-		if (full(t) && (ret = grow(t)) < 0)
-			return ret;
-		s = home(t, at, f);
-		while ((x = t->table[s]) && (t->frame[x] != f || t->parent[x] != at))
-			s = (s + 1) & (t->table_cap - 1);
+	if (n > t->path_cap) {
+		void *q = realloc(t->path, n * sizeof(*t->path));
+		if (!q)
+			return -ENOMEM;
+		t->path = q;
+		t->path_cap = n;
+	}
+	/* the outer frames it shares with the stack added last: their nodes without a look-up */
+	while (d < n && d < t->npath && t->frame[t->path[d]] == frames[n - 1 - d])
+		at = t->path[d++];
+	/* the rest from the outermost in, each a child of the one outside it */
+	for (; d < n; d++) {
+		uint64_t f = frames[n - 1 - d];
+		uint32_t s, x = find(t, at, f, &s);
 		if (!x) {
+			if (full(t)) {
+				if ((ret = grow(t)) < 0) {
+					t->npath = 0; /* the nodes of d and deeper are not this
+					                 stack's */
+					return ret;
+				}
+				find(t, at, f, &s); /* the table was made again */
+			}
 			x = t->n++;
 			t->frame[x] = f;
 			t->parent[x] = at;
 			t->table[s] = x;
 		}
 		at = x;
+		t->path[d] = x;
 	}
+	t->npath = n;
 	*node = at;
 	return 0;
 }
@@ -102,8 +129,11 @@ int mt_frame_tree_add(struct mt_frame_tree *t, const uint64_t *frames, uint32_t 
 void mt_frame_tree_seal(struct mt_frame_tree *t)
 {
 	free(t->table);
+	free(t->path);
 	t->table = NULL;
 	t->table_cap = 0;
+	t->path = NULL;
+	t->npath = t->path_cap = 0;
 	t->sealed = true;
 }
 

@@ -26,6 +26,10 @@ struct mt_frame_tree {
 	/* (parent, frame) -> node index by open addressing, 0 empty; NULL once sealed */
 	uint32_t *table;
 	uint32_t table_cap; /* a power of two, or 0 */
+	/* the nodes of the stack added last, from the outermost: most stacks share its outer
+	 * frames, found with no look-up */
+	uint32_t *path;
+	uint32_t npath, path_cap;
 	bool sealed;
 };
 
