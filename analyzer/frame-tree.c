@@ -25,12 +25,13 @@ static uint32_t home(const struct mt_frame_tree *t, uint32_t parent, uint64_t fr
 	return (uint32_t)mt_map_mix(frame ^ (uint64_t)parent << 32 ^ parent) & (t->table_cap - 1);
 }
 
-/* Room for one more node, and a table at most 3/4 full with it. */
+/* Whether a node more needs grow first. */
 static bool full(const struct mt_frame_tree *t)
 {
 	return t->n == t->cap || (uint64_t)(t->n + 1) * 4 > (uint64_t)t->table_cap * 3;
 }
 
+/* Room for one more node, and a table at most 3/4 full with it. */
 static int grow(struct mt_frame_tree *t)
 {
 	void *q;
