@@ -137,10 +137,11 @@ static enum mt_metric sort_metric;
 /* A leak's rank: lost first, then possible, then reachable. */
 static void leak_rank(const struct mt_stack_row *r, uint64_t rank[3])
 {
-	rank[0] = r->reach[MT_LEAK_DEFINITE].bytes + r->reach[MT_LEAK_INDIRECT].bytes +
-	          r->reach[MT_LEAK_UNCLASSIFIED].bytes;
-	rank[1] = r->reach[MT_LEAK_POSSIBLE].bytes;
-	rank[2] = r->reach[MT_LEAK_REACHABLE].bytes;
+	rank[0] = mt_stack_row_reach(r, MT_LEAK_DEFINITE).bytes +
+	          mt_stack_row_reach(r, MT_LEAK_INDIRECT).bytes +
+	          mt_stack_row_reach(r, MT_LEAK_UNCLASSIFIED).bytes;
+	rank[1] = mt_stack_row_reach(r, MT_LEAK_POSSIBLE).bytes;
+	rank[2] = mt_stack_row_reach(r, MT_LEAK_REACHABLE).bytes;
 }
 
 static int cmp_rows(const void *a, const void *b)
@@ -755,10 +756,14 @@ struct collect {
 	bool leaks; /* false after an exec */
 };
 
+/* What a classified stack that holds nothing leaked: no blocks of any class. */
+static const struct mt_leak_count no_leak[MT_LEAK_CLASS_COUNT];
+
 static int collect_row(void *ctx, const struct mt_stack_stats *s)
 {
 	struct collect *c = ctx;
 	struct mt_kind_result *kr = &c->run->res->kind[s->kind];
+	const struct mt_leak_count *split = NULL;
 	struct mt_stack_row row = {
 	        .stack = s->stack,
 	        .stack_instance = s->stack_instance,
@@ -772,16 +777,13 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 	if ((ret = mt_diagnosis_add_stack(&c->run->res->diag, c->run->in, s)) < 0)
 		return ret;
 	if (c->leaks) {
-		const struct mt_leak_count *split =
-		        kr->classified ? mt_reach_stack(&c->run->reach, s->stack_instance, s->stack)
-		                       : NULL;
 		row.leaked_bytes = s->live_bytes;
 		row.leaked_blocks = s->live_blocks;
-		if (split)
-			memcpy(row.reach, split, sizeof(row.reach));
-		else if (!kr->classified)
-			row.reach[MT_LEAK_UNCLASSIFIED] =
-			        (struct mt_leak_count){s->live_bytes, s->live_blocks};
+		/* not classified: all of it unclassified, row.reach NULL */
+		if (kr->classified &&
+		    !(split = mt_reach_stack(&c->run->reach, s->stack_instance, s->stack)) &&
+		    (row.leaked_bytes || row.leaked_blocks))
+			row.reach = no_leak;
 	}
 	/* temporaries are only ever the instance's own allocations */
 	if (s->stack_instance == c->run->in->id)
@@ -796,6 +798,15 @@ static int collect_row(void *ctx, const struct mt_stack_stats *s)
 		if (!p)
 			return -ENOMEM;
 		kr->rows = p;
+	}
+	if (split) {
+		/* room for every stack the scan classified: the rows point into it, it never moves
+		 */
+		if (!kr->reach &&
+		    !(kr->reach = malloc((c->run->reach.by_stack.count + 1) * sizeof(*kr->reach))))
+			return -ENOMEM;
+		memcpy(kr->reach[kr->nreach], split, sizeof(kr->reach[0]));
+		row.reach = kr->reach[kr->nreach++];
 	}
 	kr->rows[kr->nrows++] = row;
 	return 0;
@@ -938,6 +949,7 @@ void mt_analysis_free(struct mt_analysis *a)
 		for (int k = 0; k < MT_KIND_COUNT; k++) {
 			free(a->procs[i].kind[k].rows);
 			free(a->procs[i].kind[k].stack_rows);
+			free(a->procs[i].kind[k].reach);
 			free(a->procs[i].kind[k].fails);
 			free(a->procs[i].kind[k].histogram);
 		}

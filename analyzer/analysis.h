@@ -69,12 +69,29 @@ struct mt_stack_row {
 	uint64_t bytes_allocated;
 	uint64_t peak_bytes, peak_blocks;     /* at the kind's peak */
 	uint64_t leaked_bytes, leaked_blocks; /* live at the end; 0 after an exec */
-	/* the leaked blocks by class (reach.h): all unclassified where the kind is not */
-	struct mt_leak_count reach[MT_LEAK_CLASS_COUNT];
+	/*
+	 * The leaked blocks by class (reach.h), MT_LEAK_CLASS_COUNT of them
+	 * (mt_stack_row_reach reads them), or NULL: all unclassified (a kind
+	 * not classified, or nothing leaked), as most rows' are. Out of line,
+	 * the classes cost only the stacks the exit's scan classified (a torch
+	 * report's 702,316 rows: 107 -> 59 MiB).
+	 */
+	const struct mt_leak_count *reach;
 	uint64_t temporary;
 	const struct mt_stack_ref *merged; /* a group's stacks, in order; NULL for a stack */
 	uint32_t nmerged;
 };
+
+/* A row's leaked blocks of class c. */
+static inline struct mt_leak_count mt_stack_row_reach(const struct mt_stack_row *row,
+                                                      enum mt_leak_class c)
+{
+	if (row->reach)
+		return row->reach[c];
+	if (c == MT_LEAK_UNCLASSIFIED)
+		return (struct mt_leak_count){row->leaked_bytes, row->leaked_blocks};
+	return (struct mt_leak_count){0, 0};
+}
 
 /* A failed allocation and the memory of its kind at that moment. */
 struct mt_fail_snapshot {
@@ -104,6 +121,9 @@ struct mt_kind_result {
 	uint64_t *histogram;
 	struct mt_stack_row *rows; /* every stack with a non-zero figure, in no order */
 	size_t nrows;
+	/* the rows' reach (and the stack_rows'), room for every stack the exit's scan classified */
+	struct mt_leak_count (*reach)[MT_LEAK_CLASS_COUNT];
+	size_t nreach;
 	/* after mt_analysis_group, rows are the groups' and these the stacks' */
 	struct mt_stack_row *stack_rows;
 	size_t nstack_rows;

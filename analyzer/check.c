@@ -222,9 +222,11 @@ static struct mt_stack_row counted_row(const struct gate *g, const struct mt_sta
 	for (int i = 0; i < MT_LEAK_CLASS_COUNT; i++) {
 		if (!g->counted[i])
 			continue;
-		c.leaked_bytes += r->reach[i].bytes;
-		c.leaked_blocks += r->reach[i].blocks;
+		c.leaked_bytes += mt_stack_row_reach(r, (enum mt_leak_class)i).bytes;
+		c.leaked_blocks += mt_stack_row_reach(r, (enum mt_leak_class)i).blocks;
 	}
+	/* a row whose reach is NULL (all unclassified) keeps its figures: unclassified is always
+	 * counted */
 	return c;
 }
 
@@ -302,8 +304,10 @@ static void check_kind(struct mt_analysis *a, struct gate *g, const struct mt_pr
 		for (int j = 0; j < MT_LEAK_CLASS_COUNT; j++) {
 			if (g->counted[j])
 				continue;
-			g->uncounted[j].bytes += stacks[i].reach[j].bytes;
-			g->uncounted[j].blocks += stacks[i].reach[j].blocks;
+			struct mt_leak_count l =
+			        mt_stack_row_reach(&stacks[i], (enum mt_leak_class)j);
+			g->uncounted[j].bytes += l.bytes;
+			g->uncounted[j].blocks += l.blocks;
 		}
 		if (!r->leaked_bytes && !r->leaked_blocks)
 			continue;

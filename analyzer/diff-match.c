@@ -154,7 +154,7 @@ static int add_row(struct builder *b, struct mt_analysis *a, int side, uint32_t 
 	e.f = (struct mt_diff_figures){row->peak_bytes, 0, row->bytes_allocated, row->allocations};
 	for (int c = 0; c < MT_LEAK_CLASS_COUNT; c++)
 		if (b->counted[c])
-			e.f.leaked_bytes += row->reach[c].bytes;
+			e.f.leaked_bytes += mt_stack_row_reach(row, (enum mt_leak_class)c).bytes;
 	if (!(e.f.peak_bytes | e.f.leaked_bytes | e.f.bytes_allocated | e.f.allocations))
 		return 0;
 	add_figures(&b->g[group].rows[side], &e.f);

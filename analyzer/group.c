@@ -447,7 +447,8 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 	struct entry *e = malloc((n ? n : 1) * sizeof(*e));
 	struct mt_stack_row *res;
 	struct mt_stack_ref *refs;
-	size_t m = 0;
+	struct mt_leak_count(*reach)[MT_LEAK_CLASS_COUNT], *sum = NULL;
+	size_t m = 0, ngroups = 0;
 	int r;
 
 	*out = NULL;
@@ -468,13 +469,16 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 		free(e);
 		return r;
 	}
-	/* one block: the rows, then the stacks merged in them */
-	res = malloc((n ? n : 1) * (sizeof(*res) + sizeof(*refs)));
+	for (size_t i = 0; i < n; i++)
+		ngroups += e[i].group && (!i || e[i - 1].group != e[i].group);
+	/* one block: the rows, then the stacks merged in them, then the groups' leaks by class */
+	res = malloc((n ? n : 1) * (sizeof(*res) + sizeof(*refs)) + ngroups * sizeof(*reach));
 	if (!res) {
 		free(e);
 		return -ENOMEM;
 	}
 	refs = (struct mt_stack_ref *)(res + (n ? n : 1));
+	reach = (struct mt_leak_count(*)[MT_LEAK_CLASS_COUNT])(refs + (n ? n : 1));
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_stack_row *row = &rows[e[i].row];
 		struct mt_stack_row *o;
@@ -488,6 +492,11 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 				const struct group *grp = &a->groups->v[e[i].group - 1];
 				o->stack_instance = grp->rep_instance;
 				o->stack = grp->rep_stack;
+				/* its own sums, which its stacks' add to */
+				sum = *reach++;
+				for (int c = 0; c < MT_LEAK_CLASS_COUNT; c++)
+					sum[c] = mt_stack_row_reach(row, (enum mt_leak_class)c);
+				o->reach = sum;
 			}
 			continue;
 		}
@@ -500,8 +509,9 @@ int mt_analysis_group_rows(struct mt_analysis *a, const struct mt_stack_row *row
 		o->leaked_bytes += row->leaked_bytes;
 		o->leaked_blocks += row->leaked_blocks;
 		for (int c = 0; c < MT_LEAK_CLASS_COUNT; c++) {
-			o->reach[c].bytes += row->reach[c].bytes;
-			o->reach[c].blocks += row->reach[c].blocks;
+			struct mt_leak_count l = mt_stack_row_reach(row, (enum mt_leak_class)c);
+			sum[c].bytes += l.bytes;
+			sum[c].blocks += l.blocks;
 		}
 		o->temporary += row->temporary;
 	}

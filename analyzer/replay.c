@@ -23,7 +23,11 @@
  * synced, for all checkpoints passed since then, the next time it changes,
  * and once more at the end; likewise the floors of the growth series'
  * windows those checkpoints fall in (at most MT_GROWTH_WINDOWS). A
- * checkpoint is O(1), an event O(1) more.
+ * checkpoint is O(1), an event O(1) more. Most stacks hold nothing at any
+ * checkpoint (a torch run's: 487,000 of 702,000), and their growth figures
+ * stay zero: a stack gets its growth record the first time it syncs a
+ * non-zero live, and until then its figures follow from how many
+ * checkpoints it synced (stat_growth_view), 176 bytes a stack saved.
  *
  * May not: print; hold more than one chunk per thread of the instance being
  * replayed.
@@ -37,6 +41,7 @@
 
 #include "by-stack.h"
 #include "feed.h"
+#include "frame-tree.h"
 #include "heap-pages.h"
 #include "keyframes.h"
 #include "map.h"
@@ -48,8 +53,7 @@
 #define PAGE_ROUND 4096u
 
 struct stack_entry {
-	uint64_t first; /* its first word in priv->frames */
-	uint32_t n;
+	uint32_t node; /* its innermost frame's in priv->frames */
 	uint32_t gen;
 };
 
@@ -98,8 +102,8 @@ struct big_block {
 
 /*
  * The figures of one (stack, kind) that every event of it changes: one
- * cache line, apart from the growth sums and floors (in struct
- * mt_stack_stats, the cold part), which change only when a checkpoint passed.
+ * cache line, apart from the growth sums and floors (struct stat_growth),
+ * which change only when a checkpoint passed.
  */
 struct stat_hot {
 	uint64_t live_bytes, live_blocks;
@@ -107,6 +111,32 @@ struct stat_hot {
 	uint64_t peak_bytes, peak_blocks;
 	uint64_t epoch; /* the peak generation peak_* was last brought up to */
 	uint32_t kind;
+};
+
+/*
+ * The growth figures of a (stack, kind) that held something at a
+ * checkpoint: those of struct mt_stack_stats (which say what they mean)
+ * but the synced counts, which follow from the checkpoints it synced
+ * (struct stat_sync): the marks among them in cp_marks, the series'
+ * positions from those.
+ */
+struct stat_growth {
+	mt_u128 t_sy, t_sxy, t_syy;
+	mt_u128 m_sy, m_sxy, m_syy;
+	uint64_t first_bytes;
+	uint64_t floor[MT_GROWTH_WINDOWS];
+	uint64_t last;
+};
+
+/*
+ * Where a (stack, kind)'s growth figures stand: checkpoints, the
+ * checkpoints.n they include; growth, its record's index in growth + 1, or
+ * 0 while it has none (its figures are zero: it held nothing at any of
+ * them).
+ */
+struct stat_sync {
+	uint32_t checkpoints;
+	uint32_t growth;
 };
 
 /* Whose stack a (stack, kind)'s figures are, for a block's walk and a fork's seed. */
@@ -145,35 +175,29 @@ struct live {
 };
 
 struct mt_instance_priv {
-	struct mt_map stacks; /* id -> struct stack_entry */
-	/*
-	 * Every stack's frames, each a 32-bit step from the one before, or
-	 * FRAME_FAR and the frame's whole address in the next two words (the
-	 * first frame, and a step between objects mapped far apart): 4 bytes a
-	 * frame where 8 took 350 MB of a torch training run's report (722,234
-	 * stacks of 62 frames on average). mt_replay_stack reads them out.
-	 */
-	uint32_t *frames;
-	size_t nframes, frames_cap; /* words */
-	struct mt_pystacks py;      /* code objects, Python stacks, and the one each stack names */
-	struct mt_map thread_index; /* tid -> index into threads */
+	struct mt_map stacks;        /* id -> struct stack_entry */
+	struct mt_frame_tree frames; /* every stack's, sealed after the first pass */
+	struct mt_pystacks py;       /* code objects, Python stacks, and the one each stack names */
+	struct mt_map thread_index;  /* tid -> index into threads */
 	struct thread *threads;
 	uint32_t nthreads, threads_cap;
-	/* stack_instance << 32 | stack -> uint32_t, an index into hot and cold; a lean
+	/* stack_instance << 32 | stack -> uint32_t, an index into hot, ids and synced; a lean
 	 * replay's holds other instances' stacks only, its own_stat the rest */
 	struct mt_map stat_index[MT_KIND_COUNT];
 	/* while replaying, the same for the instance's own stacks by id, + 1: no hashing */
 	struct mt_by_stack own_stat[MT_KIND_COUNT];
 	struct stat_hot *hot; /* 64-byte aligned */
 	struct stat_id *ids;
-	/* checkpoints.n each one's cold growth figures include: apart, so that a fetch ahead
-	 * sees whether its event will bring them up to date (an array that stays in a cache
-	 * close to the core, a sixteenth of hot); NULL when lean (no checkpoints.n but 0) */
-	uint32_t *synced;
-	/* the rest of each (stack, kind)'s figures, the hot ones copied in when shown; NULL
-	 * when lean */
-	struct mt_stack_stats *cold;
+	/* where each one's growth figures stand: apart, so that a fetch ahead sees whether
+	 * its event will bring them up to date (an array that stays in a cache close to the
+	 * core, an eighth of hot); NULL when lean (no checkpoints.n but 0) */
+	struct stat_sync *synced;
 	uint32_t nstats, stats_cap;
+	/* the growth records, made as stacks first hold something at a checkpoint (NULL when
+	 * lean), and whether one could not be made: the replay fails at the instance's end */
+	struct stat_growth *growth;
+	uint32_t ngrowth, growth_cap;
+	bool growth_failed;
 	uint64_t epoch[MT_KIND_COUNT];
 	/* host + mmap bytes live before the last change of them, and whether the last
 	 * sample waits for the first change after it (mt_sample_point.traced_max) */
@@ -198,8 +222,10 @@ struct mt_instance_priv {
 	bool have_last;
 	uint64_t now;
 	uint64_t first_time; /* the earliest record's ticks (an instance may lack its PROCESS) */
-	/* growth checkpoints: prefix sums of their x, cp_px[i] = x_0 + ... + x_(i-1) */
+	/* growth checkpoints: prefix sums of their x, cp_px[i] = x_0 + ... + x_(i-1); and
+	 * cp_marks[i], the MARKs among the first i (the rest are evenly spaced ones) */
 	mt_u128 *cp_px;
+	uint32_t *cp_marks;
 	uint32_t cp_cap;
 	uint32_t next_even; /* evenly spaced checkpoints taken so far */
 	/* the next one's ticks, UINT64_MAX after the last: a 128-bit division per event is
@@ -210,8 +236,8 @@ struct mt_instance_priv {
 	uint32_t marks_cap;
 	const struct mt_clock_fit *fit;
 	const struct mt_keyframe *kf; /* a ring's: where the replay starts (keyframes.h) */
-	/* the ring's consumer: no heap pages, and no growth figures (cold): a keyframe holds
-	 * neither, and its memory is per block and per stack's hot figures */
+	/* the ring's consumer: no heap pages, and no growth figures (synced, growth): a keyframe
+	 * holds neither, and its memory is per block and per stack's hot figures */
 	bool lean;
 };
 
@@ -275,6 +301,7 @@ static struct mt_instance *get_instance(struct mt_replay *r, uint32_t id)
 		return NULL;
 	}
 	mt_map_init(&in->priv->stacks, sizeof(struct stack_entry));
+	mt_frame_tree_init(&in->priv->frames);
 	mt_pystacks_init(&in->priv->py);
 	mt_map_init(&in->priv->thread_index, sizeof(uint32_t));
 	for (int k = 0; k < MT_KIND_COUNT; k++) {
@@ -328,14 +355,13 @@ static int add_chunk(struct mt_instance *in, const struct mt_chunk *ch)
 	return 0;
 }
 
-/* A frames word that says the next two hold the whole address. */
-#define FRAME_FAR 0x80000000u
-
 static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct stack_entry *e;
+	uint32_t node;
 	bool created;
+	int ret;
 
 	if (rec->u.stack.id > UINT32_MAX)
 		return 0; /* ids are u32 in events' eyes; such a stack is never referred to */
@@ -344,36 +370,12 @@ static int add_stack(struct mt_instance *in, const struct mt_record *rec)
 		return -ENOMEM;
 	if (!created)
 		return 0; /* written once per instance; a repeat adds nothing */
-	if (p->nframes + (size_t)rec->u.stack.n * 3 > p->frames_cap) {
-		size_t cap = p->frames_cap ? p->frames_cap : 1024;
-		void *q;
-		while (cap < p->nframes + (size_t)rec->u.stack.n * 3)
-			cap *= 2;
-		q = realloc(p->frames, cap * sizeof(*p->frames));
-		if (!q) {
-			mt_map_del(&p->stacks, rec->u.stack.id);
-			return -ENOMEM;
-		}
-		p->frames = q;
-		p->frames_cap = cap;
+	if ((ret = mt_frame_tree_add(&p->frames, rec->u.stack.frames, rec->u.stack.n, &node)) < 0) {
+		mt_map_del(&p->stacks, rec->u.stack.id);
+		return ret;
 	}
-	e->first = p->nframes;
-	e->n = rec->u.stack.n;
+	e->node = node;
 	e->gen = (uint32_t)rec->u.stack.gen;
-	for (uint32_t i = 0; i < rec->u.stack.n; i++) {
-		uint64_t f = rec->u.stack.frames[i];
-		int64_t step = i ? (int64_t)(f - rec->u.stack.frames[i - 1]) : INT64_MIN;
-		uint32_t *w = p->frames + p->nframes;
-		if (step > INT32_MIN && step <= INT32_MAX) {
-			w[0] = (uint32_t)step;
-			p->nframes++;
-		} else {
-			w[0] = FRAME_FAR;
-			w[1] = (uint32_t)f;
-			w[2] = (uint32_t)(f >> 32);
-			p->nframes += 3;
-		}
-	}
 	in->stack_count++;
 	return mt_pystacks_add_stack(&p->py, (uint32_t)rec->u.stack.id, rec);
 }
@@ -709,6 +711,8 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 		bool created;
 		uint32_t *idx = mt_map_put(&r->index, r->instances[i].id, &created);
 		*idx = i; /* no growth: every id is already there */
+		/* every STACK is in: the table that found their nodes goes */
+		mt_frame_tree_seal(&r->instances[i].priv->frames);
 	}
 	ret = link_instances(r);
 	if (ret < 0) {
@@ -725,66 +729,89 @@ int mt_replay_open(struct mt_replay **out, const struct mt_trace *trace, struct 
 
 /* ---- accounting ---- */
 
-/* Positions of the growth series passed so far. */
-static uint32_t series_pos(const struct mt_instance *in)
+/* The MARKs among the first c checkpoints. */
+static uint32_t marks_at(const struct mt_instance_priv *p, uint32_t c)
 {
-	return in->series.marks ? in->nmarks : in->priv->next_even;
+	return c ? p->cp_marks[c] : 0;
+}
+
+/*
+ * Positions of the growth series passed by c checkpoints, m of them MARKs,
+ * at most the series' n.
+ */
+static uint32_t series_of(const struct mt_instance *in, uint32_t c, uint32_t m)
+{
+	uint32_t pos = in->series.marks ? m : c - m;
+
+	/* more MARKs than the first pass counted: a corrupt trace */
+	return pos < in->series.n ? pos : in->series.n;
+}
+
+static uint32_t series_at(const struct mt_instance *in, uint32_t c)
+{
+	return series_of(in, c, marks_at(in->priv, c));
 }
 
 /* The floors of the windows of positions a .. b-1, where the stack held y bytes. */
-static void sync_floors(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t y)
+static void sync_floors(const struct mt_instance *in, struct stat_growth *g, uint32_t a, uint32_t b,
+                        uint64_t y)
 {
 	const uint64_t n = in->series.n;
-	uint32_t a = s->g_synced, b = series_pos(in);
 
-	if (b > n)
-		b = (uint32_t)n; /* more MARKs than the first pass counted: a corrupt trace */
 	if (a >= b)
 		return;
 	for (uint64_t w = (uint64_t)a * MT_GROWTH_WINDOWS / n;
 	     w <= (uint64_t)(b - 1) * MT_GROWTH_WINDOWS / n; w++)
-		if (y < s->floor[w])
-			s->floor[w] = y;
+		if (y < g->floor[w])
+			g->floor[w] = y;
 	if (b == n)
-		s->last = y;
-	s->g_synced = b;
+		g->last = y;
 }
 
-/* Brings a stack's growth sums up to now: its live bytes, `live`, held at every checkpoint since
- * its last sync. */
-static void sync_growth(const struct mt_instance *in, struct mt_stack_stats *s, uint64_t live)
+/* The growth figures of a stack that held nothing at the first c checkpoints. */
+static void growth_zero(const struct mt_instance *in, struct stat_growth *g, uint32_t c)
+{
+	memset(g, 0, sizeof(*g));
+	/* the floors of the windows passed are 0 (nothing was live there), the others to come */
+	for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
+		g->floor[w] = UINT64_MAX;
+	sync_floors(in, g, 0, series_at(in, c), 0);
+}
+
+/*
+ * Brings a stack's growth figures, which include the first `from` checkpoints, up to
+ * now: its live bytes, `live`, held at every checkpoint since.
+ */
+static void sync_growth(const struct mt_instance *in, struct stat_growth *g, uint32_t from,
+                        uint64_t live)
 {
 	const mt_u128 y = live;
-	uint64_t a, b;
+	const uint32_t marks = marks_at(in->priv, from);
+	uint64_t a = from, b = in->checkpoints.n;
 
-	if (s->t_synced != in->checkpoints.n) {
-		a = s->t_synced;
-		b = in->checkpoints.n;
-		if (a == 0)
-			s->first_bytes = live;
-		if (y) {
-			s->t_sy += y * (b - a);
-			s->t_sxy += y * (in->priv->cp_px[b] - in->priv->cp_px[a]);
-			s->t_syy += y * y * (b - a);
-		}
-		s->t_synced = (uint32_t)b;
+	if (a == b)
+		return; /* neither marks nor the series' positions move but with a checkpoint */
+	if (a == 0)
+		g->first_bytes = live;
+	if (y) {
+		g->t_sy += y * (b - a);
+		g->t_sxy += y * (in->priv->cp_px[b] - in->priv->cp_px[a]);
+		g->t_syy += y * y * (b - a);
 	}
-	if (s->m_synced != in->nmarks) {
-		a = s->m_synced;
-		b = in->nmarks;
-		if (y) {
-			/* x is the mark's index: the sum of a .. b-1 */
-			s->m_sy += y * (b - a);
-			s->m_sxy += y * (((mt_u128)b * (b - 1) - (mt_u128)a * (a ? a - 1 : 0)) / 2);
-			s->m_syy += y * y * (b - a);
-		}
-		s->m_synced = (uint32_t)b;
+	a = marks;
+	b = in->nmarks;
+	if (y && a != b) {
+		/* x is the mark's index: the sum of a .. b-1 */
+		g->m_sy += y * (b - a);
+		g->m_sxy += y * (((mt_u128)b * (b - 1) - (mt_u128)a * (a ? a - 1 : 0)) / 2);
+		g->m_syy += y * y * (b - a);
 	}
-	sync_floors(in, s, live);
+	sync_floors(in, g, series_of(in, from, marks), series_of(in, in->checkpoints.n, in->nmarks),
+	            live);
 }
 
-/* A growth checkpoint at `ticks`: the live set as it is now. */
-static int checkpoint(struct mt_instance *in, uint64_t ticks)
+/* A growth checkpoint at `ticks`, a MARK's or not: the live set as it is now. */
+static int checkpoint(struct mt_instance *in, uint64_t ticks, bool mark)
 {
 	struct mt_instance_priv *p = in->priv;
 	struct mt_checkpoints *c = &in->checkpoints;
@@ -796,16 +823,21 @@ static int checkpoint(struct mt_instance *in, uint64_t ticks)
 		if (!q)
 			return -ENOMEM;
 		p->cp_px = q;
+		if (!(q = realloc(p->cp_marks, cap * sizeof(*p->cp_marks))))
+			return -ENOMEM;
+		p->cp_marks = q;
 		p->cp_cap = cap;
 	}
 	if (c->n == 0) {
 		c->first_ns = ns;
 		p->cp_px[0] = 0;
+		p->cp_marks[0] = 0;
 	}
 	x = ns > c->first_ns ? ns - c->first_ns : 0;
 	if (x < c->last_x)
 		x = c->last_x; /* the clock fit is monotonic; this only guards rounding */
 	p->cp_px[c->n + 1] = p->cp_px[c->n] + x;
+	p->cp_marks[c->n + 1] = p->cp_marks[c->n] + mark;
 	c->sx += x;
 	c->sxx += (mt_u128)x * x;
 	c->last_x = x;
@@ -826,7 +858,7 @@ static int even_checkpoints(struct mt_instance *in, uint64_t key, bool all)
 	int ret;
 
 	while (p->next_even < MT_EVEN_CHECKPOINTS && (all || p->next_even_tick < key)) {
-		if ((ret = checkpoint(in, p->next_even_tick)) < 0)
+		if ((ret = checkpoint(in, p->next_even_tick, false)) < 0)
 			return ret;
 		p->next_even++;
 		p->next_even_tick = p->next_even < MT_EVEN_CHECKPOINTS ? even_tick(p, p->next_even)
@@ -907,7 +939,7 @@ static int add_mark(struct mt_instance *in, const struct mt_record *rec)
 	for (int k = 0; k < MT_KIND_COUNT; k++)
 		m->live[k] = in->kind[k].live_bytes;
 	/* the mark is a checkpoint of both series: its time, and its index */
-	if ((ret = checkpoint(in, rec->time)) < 0) {
+	if ((ret = checkpoint(in, rec->time, true)) < 0) {
 		free(m->label);
 		return ret;
 	}
@@ -932,9 +964,6 @@ static int stats_grow(struct mt_instance_priv *p)
 		if (!(q = realloc(p->synced, (size_t)cap * sizeof(*p->synced))))
 			return -ENOMEM;
 		p->synced = q;
-		if (!(q = realloc(p->cold, (size_t)cap * sizeof(*p->cold))))
-			return -ENOMEM;
-		p->cold = q;
 	}
 	if (!(hot = aligned_alloc(64, (size_t)cap * sizeof(*hot))))
 		return -ENOMEM;
@@ -961,12 +990,13 @@ static void stats_release(struct mt_instance_priv *p)
 	free(p->hot);
 	free(p->ids);
 	free(p->synced);
-	free(p->cold);
+	free(p->growth);
 	p->hot = NULL;
 	p->ids = NULL;
 	p->synced = NULL;
-	p->cold = NULL;
+	p->growth = NULL;
 	p->nstats = p->stats_cap = 0;
+	p->ngrowth = p->growth_cap = 0;
 }
 
 /* stat_of when the instance's own stack has no figures yet, or another instance's. */
@@ -975,7 +1005,6 @@ static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uin
 {
 	struct mt_instance_priv *p = in->priv;
 	uint64_t key = (uint64_t)si << 32 | stack, *own = NULL;
-	struct mt_stack_stats *s;
 	uint32_t *idx, i;
 	bool created;
 
@@ -1016,22 +1045,9 @@ static int stat_find(struct mt_instance *in, enum mt_kind kind, uint32_t si, uin
 	p->hot[i] = (struct stat_hot){.epoch = p->epoch[kind], .kind = kind};
 	p->ids[i] = (struct stat_id){stack, si};
 	*out = i;
-	if (p->lean)
-		return 0;
-	s = &p->cold[i];
-	memset(s, 0, sizeof(*s));
-	s->stack = stack;
-	s->stack_instance = si;
-	s->kind = kind;
-	/* nothing was live before: the checkpoints passed add nothing */
-	s->t_synced = in->checkpoints.n;
-	s->m_synced = in->nmarks;
-	/* but the floors of the windows passed do: nothing was live there */
-	for (int w = 0; w < MT_GROWTH_WINDOWS; w++)
-		s->floor[w] = UINT64_MAX;
-	s->g_synced = 0;
-	sync_growth(in, s, 0);
-	p->synced[i] = in->checkpoints.n;
+	/* nothing was live before: its growth figures are zero up to now (growth_zero) */
+	if (!p->lean)
+		p->synced[i] = (struct stat_sync){in->checkpoints.n, 0};
 	return 0;
 }
 
@@ -1052,11 +1068,49 @@ static inline int stat_of(struct mt_instance *in, enum mt_kind kind, uint32_t si
 	return stat_find(in, kind, si, stack, out);
 }
 
+/* Room for one more growth record. */
+static int growth_grow(struct mt_instance_priv *p)
+{
+	uint32_t cap = p->growth_cap ? p->growth_cap * 2 : 64;
+	void *q;
+
+	if (cap <= p->growth_cap || !(q = realloc(p->growth, (size_t)cap * sizeof(*p->growth))))
+		return -ENOMEM;
+	p->growth = q;
+	p->growth_cap = cap;
+	return 0;
+}
+
+/*
+ * Brings stat i's growth figures up to now: its live bytes, `live`, held at
+ * every checkpoint since its last sync. Its record is made the first time
+ * they are not zero; where it cannot be, growth_failed fails the replay.
+ */
+static void stat_sync(struct mt_instance *in, uint32_t i, uint64_t live)
+{
+	struct mt_instance_priv *p = in->priv;
+	struct stat_sync *y = &p->synced[i];
+
+	if (y->checkpoints == in->checkpoints.n)
+		return;
+	if (!y->growth && live) {
+		if (p->ngrowth == p->growth_cap && growth_grow(p) < 0) {
+			p->growth_failed = true;
+			return;
+		}
+		growth_zero(in, &p->growth[p->ngrowth], y->checkpoints);
+		y->growth = ++p->ngrowth;
+	}
+	if (y->growth)
+		sync_growth(in, &p->growth[y->growth - 1], y->checkpoints, live);
+	y->checkpoints = in->checkpoints.n;
+}
+
 /*
  * A change of the figures of stat i (stat_of). A checkpoint or mark bumps
  * checkpoints.n and moves every position the growth figures follow, so one
- * comparison says whether its cold part is behind (none before the first
- * checkpoint, when every synced is 0). A lean replay takes no checkpoint (it
+ * comparison says whether its growth figures are behind (none before the
+ * first checkpoint, when every synced is 0). A lean replay takes no checkpoint (it
  * applies events only): its checkpoints.n stays 0, and it has no synced.
  * Inline: its call cost a tenth of an event's instructions. freed: the change
  * takes a block away (a constant where inlined).
@@ -1071,10 +1125,8 @@ static inline __attribute__((always_inline)) void adjust_by(struct mt_instance *
 	enum mt_kind kind = (enum mt_kind)s->kind;
 	struct mt_kind_stats *k = &in->kind[kind];
 
-	if (in->checkpoints.n && p->synced[i] != in->checkpoints.n) {
-		sync_growth(in, &p->cold[i], s->live_bytes);
-		p->synced[i] = in->checkpoints.n;
-	}
+	if (in->checkpoints.n && p->synced[i].checkpoints != in->checkpoints.n)
+		stat_sync(in, i, s->live_bytes);
 	if (s->epoch != p->epoch[kind]) {
 		s->peak_bytes = s->live_bytes;
 		s->peak_blocks = s->live_blocks;
@@ -1133,21 +1185,20 @@ static int adjust(struct mt_instance *in, enum mt_kind kind, uint32_t si, uint32
 }
 
 /*
- * The cold part of stat i with its hot figures copied in: what callers see.
- * A lean replay has no cold part: its figures go into *lean, growth zero.
+ * Stat i's figures as callers see them, in *s: the hot ones, and the growth
+ * figures of its record, or those of a stack that held nothing at the
+ * checkpoints it synced. A lean replay has none: growth zero.
  */
-static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32_t i,
-                                              struct mt_stack_stats *lean)
+static const struct mt_stack_stats *stat_view(const struct mt_instance *in, uint32_t i,
+                                              struct mt_stack_stats *s)
 {
+	const struct mt_instance_priv *p = in->priv;
 	const struct stat_hot *h = &p->hot[i];
-	struct mt_stack_stats *s = p->lean ? lean : &p->cold[i];
 
-	if (p->lean) {
-		memset(s, 0, sizeof(*s));
-		s->stack = p->ids[i].stack;
-		s->stack_instance = p->ids[i].stack_instance;
-		s->kind = (enum mt_kind)h->kind;
-	}
+	memset(s, 0, sizeof(*s));
+	s->stack = p->ids[i].stack;
+	s->stack_instance = p->ids[i].stack_instance;
+	s->kind = (enum mt_kind)h->kind;
 	s->live_bytes = h->live_bytes;
 	s->live_blocks = h->live_blocks;
 	s->allocations = h->allocations;
@@ -1155,6 +1206,27 @@ static const struct mt_stack_stats *stat_view(struct mt_instance_priv *p, uint32
 	s->peak_bytes = h->peak_bytes;
 	s->peak_blocks = h->peak_blocks;
 	s->epoch = h->epoch;
+	if (!p->lean) {
+		const struct stat_sync *y = &p->synced[i];
+		struct stat_growth zero;
+		const struct stat_growth *g = &zero;
+		if (y->growth)
+			g = &p->growth[y->growth - 1];
+		else
+			growth_zero(in, &zero, y->checkpoints);
+		s->first_bytes = g->first_bytes;
+		s->t_sy = g->t_sy;
+		s->t_sxy = g->t_sxy;
+		s->t_syy = g->t_syy;
+		s->m_sy = g->m_sy;
+		s->m_sxy = g->m_sxy;
+		s->m_syy = g->m_syy;
+		memcpy(s->floor, g->floor, sizeof(s->floor));
+		s->last = g->last;
+		s->t_synced = y->checkpoints;
+		s->m_synced = marks_at(p, y->checkpoints);
+		s->g_synced = series_at(in, y->checkpoints);
+	}
 	return s;
 }
 
@@ -1164,10 +1236,8 @@ static void finish_stack_stats(struct mt_instance *in)
 
 	for (uint32_t i = 0; i < p->nstats; i++) {
 		struct stat_hot *s = &p->hot[i];
-		if (!p->lean) {
-			sync_growth(in, &p->cold[i], s->live_bytes);
-			p->synced[i] = in->checkpoints.n;
-		}
+		if (!p->lean)
+			stat_sync(in, i, s->live_bytes);
 		if (s->epoch != p->epoch[s->kind]) {
 			s->peak_bytes = s->live_bytes;
 			s->peak_blocks = s->live_blocks;
@@ -1682,12 +1752,12 @@ static inline __attribute__((always_inline)) void prefetch_stat(const struct mt_
 	const struct mt_instance_priv *p = in->priv;
 
 	__builtin_prefetch(&p->hot[i]);
-	if (p->cold && p->synced[i] != in->checkpoints.n) {
-		const struct mt_stack_stats *c = &p->cold[i];
-		__builtin_prefetch(&c->t_sy);
-		__builtin_prefetch(&c->t_synced);
-		__builtin_prefetch(&c->floor[MT_GROWTH_WINDOWS - 1]);
-		__builtin_prefetch(&c->g_synced);
+	if (p->synced && p->synced[i].checkpoints != in->checkpoints.n && p->synced[i].growth) {
+		const char *g = (const char *)&p->growth[p->synced[i].growth - 1];
+		__builtin_prefetch(g);
+		__builtin_prefetch(g + 64);
+		__builtin_prefetch(g + 128);
+		__builtin_prefetch(g + sizeof(struct stat_growth) - 1);
 	}
 }
 
@@ -2218,6 +2288,10 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	if (ret < 0)
 		goto out;
 	finish_stack_stats(in);
+	if (p->growth_failed) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	in->replayed = true;
 	if (cb && cb->instance_done)
 		ret = cb->instance_done(ctx, r, in);
@@ -2279,7 +2353,7 @@ void mt_replay_free(struct mt_replay *r)
 		if (!p)
 			continue;
 		mt_map_free(&p->stacks);
-		free(p->frames);
+		mt_frame_tree_free(&p->frames);
 		mt_pystacks_free(&p->py);
 		mt_map_free(&p->thread_index);
 		for (uint32_t t = 0; t < p->nthreads; t++)
@@ -2292,11 +2366,12 @@ void mt_replay_free(struct mt_replay *r)
 		free(p->hot);
 		free(p->ids);
 		free(p->synced);
-		free(p->cold);
+		free(p->growth);
 		live_free(p->live);
 		live_free(p->seed);
 		free(p->children);
 		free(p->cp_px);
+		free(p->cp_marks);
 		free(p);
 	}
 	free(r->instances);
@@ -2342,21 +2417,10 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 {
 	const struct mt_instance *in = mt_replay_find_instance(r, instance);
 	const struct stack_entry *e;
-	const uint32_t *w;
 
 	if (!in || !(e = mt_map_get(&in->priv->stacks, id)))
 		return -ENOENT;
-	/* the first frame is always FRAME_FAR's; a stack of no frames may have no array */
-	w = e->n ? in->priv->frames + e->first : NULL;
-	for (uint32_t i = 0; i < e->n; i++, w++) {
-		if (*w == FRAME_FAR) {
-			frames[i] = w[1] | (uint64_t)w[2] << 32;
-			w += 2;
-		} else {
-			frames[i] = frames[i - 1] + (uint64_t)(int64_t)(int32_t)*w;
-		}
-	}
-	*n = e->n;
+	*n = mt_frame_tree_get(&in->priv->frames, e->node, frames, MT_MAX_DEPTH);
 	if (gen)
 		*gen = e->gen;
 	return 0;
@@ -2417,12 +2481,12 @@ int mt_replay_foreach_live(struct mt_replay *r, const struct mt_instance *in,
 int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
                             int (*fn)(void *ctx, const struct mt_stack_stats *s), void *ctx)
 {
-	struct mt_stack_stats lean;
+	struct mt_stack_stats view;
 
 	(void)r;
 	/* a lean replay's stat_index holds only other instances' stacks: in the order made */
 	for (uint32_t i = 0; in->priv->lean && i < in->priv->nstats; i++) {
-		int ret = fn(ctx, stat_view(in->priv, i, &lean));
+		int ret = fn(ctx, stat_view(in, i, &view));
 		if (ret)
 			return ret;
 	}
@@ -2431,7 +2495,7 @@ int mt_replay_foreach_stack(struct mt_replay *r, const struct mt_instance *in,
 		void *v;
 		int ret;
 		for (size_t i = 0; mt_map_next(&in->priv->stat_index[kind], &i, &key, &v);)
-			if ((ret = fn(ctx, stat_view(in->priv, *(uint32_t *)v, &lean))))
+			if ((ret = fn(ctx, stat_view(in, *(uint32_t *)v, &view))))
 				return ret;
 	}
 	return 0;

@@ -69,8 +69,7 @@ static int add_grown(void *ctx, const struct mt_stack_stats *s)
 	*row = (struct mt_stack_row){.stack = s->stack, .stack_instance = s->stack_instance};
 	row->leaked_bytes = s->live_bytes - bytes;
 	row->leaked_blocks = s->live_blocks > blocks ? s->live_blocks - blocks : 0;
-	row->reach[MT_LEAK_UNCLASSIFIED].bytes = row->leaked_bytes;
-	row->reach[MT_LEAK_UNCLASSIFIED].blocks = row->leaked_blocks;
+	/* reach NULL: all of it unclassified */
 	return 0;
 }
 

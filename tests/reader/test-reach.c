@@ -132,24 +132,24 @@ static void test_classes(void)
 		r = row_of(k, 1);
 		CHECK(r != NULL);
 		if (r) {
-			CHECK_COUNT(r->reach[MT_LEAK_DEFINITE], 0, 0);
-			CHECK_COUNT(r->reach[MT_LEAK_POSSIBLE], 64, 1);
-			CHECK_COUNT(r->reach[MT_LEAK_REACHABLE], 100, 1);
-			CHECK_COUNT(r->reach[MT_LEAK_UNCLASSIFIED], 24, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_DEFINITE), 0, 0);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_POSSIBLE), 64, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_REACHABLE), 100, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_UNCLASSIFIED), 24, 1);
 		}
 		r = row_of(k, 2);
 		CHECK(r != NULL);
 		if (r) {
-			CHECK_COUNT(r->reach[MT_LEAK_DEFINITE], 200, 1);
-			CHECK_COUNT(r->reach[MT_LEAK_UNCLASSIFIED], 16, 1);
-			CHECK_COUNT(r->reach[MT_LEAK_REACHABLE], 0, 0);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_DEFINITE), 200, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_UNCLASSIFIED), 16, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_REACHABLE), 0, 0);
 		}
 		r = row_of(k, 3);
 		CHECK(r != NULL);
 		if (r) {
-			CHECK_COUNT(r->reach[MT_LEAK_DEFINITE], 48, 1);
-			CHECK_COUNT(r->reach[MT_LEAK_INDIRECT], 96, 2);
-			CHECK_COUNT(r->reach[MT_LEAK_UNCLASSIFIED], 12, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_DEFINITE), 48, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_INDIRECT), 96, 2);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_UNCLASSIFIED), 12, 1);
 		}
 		/* leaks rank by what is lost (216, 156, 24 bytes), not by what is live (216,
 		 * 156, 188) */
@@ -172,7 +172,7 @@ static void test_classes(void)
 		r = row_of(k, 1);
 		CHECK(r != NULL);
 		if (r)
-			CHECK_COUNT(r->reach[MT_LEAK_UNCLASSIFIED], 8192, 1);
+			CHECK_COUNT(mt_stack_row_reach(r, MT_LEAK_UNCLASSIFIED), 8192, 1);
 	}
 	{
 		/* the killed child: its live blocks (inherited ones too) as before, unclassified */
