@@ -19,6 +19,10 @@ RING = int(os.environ.get("RING_SIZE", str(16 * MiB)))
 # the pace: each block filled and read back this many times, so that the program allocates
 # no faster than the consumer replays on a loaded machine (docs/performance.md, The ring)
 WORK = os.environ.get("RING_WORK", "8")
+# the pace of the runs that keep 4.6 MiB of stack definitions, whose ring has little room left
+# for the consumer to fall behind in: at WORK, beside another test on two cores, it fell behind
+# by 128 KiB (too_small's suggested size) and 768 KiB (many_stacks) in CI runs
+SLOW = {"CHURN_WORK": str(2 * int(WORK))}
 HEADER = 4096
 # the start-up stacks' runs: a live set (the leak) that grows with the run would need a larger
 # ring at RING_ALLOCATIONS=50000000 (the consumer says so: 18M), so these sizes are fixed
@@ -27,7 +31,8 @@ STACKS_RUN = 3000000
 
 def memtrace_run(trace, argv, ring=None, env=None, **kw):
     opts = ["--ring", str(RING if ring is True else ring)] if ring else []
-    e = dict(os.environ, MEMTRACE_REACHABILITY="0", CHURN_WORK=WORK, **(env or {}))
+    e = dict(os.environ, MEMTRACE_REACHABILITY="0", CHURN_WORK=WORK)
+    e.update(env or {})
     return subprocess.Popen([BIN, "run", "-o", trace] + opts + ["--"] + argv, env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
@@ -129,7 +134,7 @@ def test_many_stacks():
     the ring keeps as long as the process lives, and each round's keyframes name: the rounds
     come as often as the room that is left needs, and the trace stays within its size."""
     runs = full_and_ring([program("churn-leak"), str(STACKS_RUN)], 14 * MiB,
-                         {"CHURN_STACKS": "16"})
+                         dict(SLOW, CHURN_STACKS="16"))
     full, ring = within(runs, 14 * MiB)
     check(ring["window"]["keyframe"], f"the ring did not roll over: {ring['window']}")
     same_totals(full, ring, STACKS_RUN)
@@ -155,7 +160,8 @@ def test_too_small():
     check(kept > 4, f"the definitions kept are {kept} MiB")
     same_totals(the_process(runs["full"][0]), the_process(ring_trace), STACKS_RUN)
     trace = os.path.join(workdir(), "suggested.bin")
-    p = memtrace_run(trace, [program("churn-leak"), str(STACKS_RUN)], suggested * MiB, env)
+    p = memtrace_run(trace, [program("churn-leak"), str(STACKS_RUN)], suggested * MiB,
+                     dict(env, **SLOW))
     _, err = p.communicate(timeout=1800)
     check(p.returncode == 0 and os.path.getsize(trace) <= suggested * MiB + HEADER,
           f"--ring {suggested}M: {os.path.getsize(trace)} bytes; run said: {err.decode()}")
