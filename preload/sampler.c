@@ -16,9 +16,9 @@
  * when the cgroup changed.
  *
  * smaps_rollup walks every page of the process, which costs milliseconds
- * in a large one; when it takes more than 1% of the interval in CPU time
- * (5% in a process that forked or was forked: PSS_SHARE_*) it is read less
- * often, so the sampler never takes more than a few percent of a core. And it is read only when the
+ * in a large one; its reads take at most 1% of the sampler's time in CPU,
+ * on average (5% in a process that forked or was forked: PSS_SHARE_*), so
+ * the sampler never takes more than a few percent of a core. And it is read only when the
  * process's pages moved since the last read (statm's figures, its page faults), or that read is
  * older than PSS_MAX_AGE_NS: on a program that keeps both cores busy, the sampler's CPU is the
  * program's wall time, and smaps_rollup was most of it. A process that forked or was forked reads
@@ -56,7 +56,6 @@
 #include "mt.h"
 
 static _Atomic bool sampling; /* one sample at a time: buffers are static */
-static uint64_t smaps_every = 1, smaps_tick;
 static uint64_t last_pss, last_private_dirty;
 static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
 /*
@@ -82,6 +81,17 @@ static uint64_t last_pss_at; /* ticks: when smaps_rollup gave them */
  */
 #define PSS_SHARE_FORKED 20
 #define PSS_SHARE_ALONE  100
+/*
+ * The CPU time (ns) the reads may still take: each sample adds its share of
+ * the interval, each read takes what it cost. A balance, not a judgement
+ * of each read: a small process's reads cost 50-150 us against a share of
+ * 100 us, and a rule by read (a read over the share skips the next sample)
+ * read at 70 of 80 samples whose pages had moved, in a CI run under load,
+ * and spent half the share. At most PSS_CREDIT_SAMPLES samples' worth is
+ * kept, so a quiet spell buys no burst of dear reads.
+ */
+#define PSS_CREDIT_SAMPLES 4
+static int64_t pss_credit;
 static uint64_t pss_rss, pss_shared, pss_faults; /* pages, faults: at the last read */
 static uint64_t pss_read_ns;                     /* monotonic: when */
 /* A process that forked or was forked shares its pages with another
@@ -476,13 +486,16 @@ static void take_sample(bool fresh)
 			moved = atomic_load(&pss_forked) || pages_moved(rss, shared, flt, began);
 		}
 	}
-	if ((++smaps_tick >= smaps_every && moved) || fresh ||
-	    atomic_exchange(&pss_wanted, false)) {
+	int64_t share = (int64_t)mt_config.interval_ms * 1000000 /
+	                (atomic_load(&pss_forked) ? PSS_SHARE_FORKED : PSS_SHARE_ALONE);
+	pss_credit += share;
+	if (pss_credit > share * PSS_CREDIT_SAMPLES)
+		pss_credit = share * PSS_CREDIT_SAMPLES;
+	if ((pss_credit > 0 && moved) || fresh || atomic_exchange(&pss_wanted, false)) {
 		/* the read's cost in this thread's CPU time: wall time, on a machine whose cores
 		 * are busy, counts the waits for a core too, and made Pss reads rarest when a
 		 * forked tree was busiest (its combined Pss 24% low in a CI run under load) */
 		uint64_t cpu = cpu_ns();
-		smaps_tick = 0;
 		if (read_slot(MT_FD_SMAPS, "/proc/self/smaps_rollup", text, sizeof(text))) {
 			last_pss = field_kb(text, "\nPss:");
 			last_private_dirty = field_kb(text, "\nPrivate_Dirty:");
@@ -492,10 +505,7 @@ static void take_sample(bool fresh)
 			pss_shared = shared;
 			pss_faults = flt;
 		}
-		uint64_t took = cpu_ns() - cpu;
-		uint64_t budget = (uint64_t)mt_config.interval_ms * 1000000u /
-		                  (atomic_load(&pss_forked) ? PSS_SHARE_FORKED : PSS_SHARE_ALONE);
-		smaps_every = budget && took > budget ? took / budget + 1 : 1;
+		pss_credit -= (int64_t)(cpu_ns() - cpu);
 	}
 	v[MT_SAMPLE_PSS] = last_pss;
 	v[MT_SAMPLE_PRIVATE_DIRTY] = last_private_dirty;
@@ -598,8 +608,7 @@ void mt_sampler_start(void)
 	 * inherits the parent's last Pss and Private_Dirty, which its first
 	 * sample must not repeat (smaps_rollup is read then). */
 	atomic_store(&sampling, false);
-	smaps_every = 1;
-	smaps_tick = 0;
+	pss_credit = 0;
 	last_pss_at = 0;
 	pss_read_ns = pss_rss = pss_shared = pss_faults = 0;
 	atomic_store(&pss_forked, began_once);
