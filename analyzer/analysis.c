@@ -25,6 +25,7 @@
 #include "by-stack.h"
 #include "frames.h"
 #include "map.h"
+#include "prefetch.h"
 
 /* What every event runs, written into its callers: a call's cost is much of its own. */
 #define HOT static inline __attribute__((always_inline))
@@ -896,6 +897,14 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	}
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		a->procs[i].in = mt_replay_instance(a->replay, i);
+	/* the modules are known from here on: their debug files read while the replay runs */
+	if (hooks && hooks->prefetch) {
+		const struct mt_instance **ins = calloc(a->nprocs ? a->nprocs : 1, sizeof(*ins));
+		for (uint32_t i = 0; ins && i < a->nprocs; i++)
+			ins[i] = a->procs[i].in;
+		a->prefetch = ins ? mt_prefetch_start(ins, a->nprocs) : NULL;
+		free(ins);
+	}
 	run.a = a;
 	if (hooks)
 		run.hooks = *hooks;
@@ -958,6 +967,8 @@ void mt_analysis_free(struct mt_analysis *a)
 	free(a->procs);
 	mt_groups_free(a->groups);
 	mt_frames_free(a->frames);
+	if (a->prefetch) /* no frames were asked for: a->sym is NULL */
+		a->sym = mt_prefetch_take(a->prefetch);
 	if (a->sym)
 		mt_symbolizer_free(a->sym);
 	mt_replay_free(a->replay);

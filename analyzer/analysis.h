@@ -146,6 +146,7 @@ struct mt_analysis {
 	struct mt_trace trace;
 	struct mt_replay *replay;
 	struct mt_symbolizer *sym;       /* made on the first mt_analysis_frames() */
+	struct mt_prefetch *prefetch;    /* gives sym, if done, when frames are first asked for */
 	struct mt_process_result *procs; /* in instance order */
 	uint32_t nprocs;
 	uint64_t events;             /* events in the file */
@@ -173,6 +174,9 @@ struct mt_analysis_hooks {
 	int (*before)(void *ctx, struct mt_analysis *a, const struct mt_instance *in,
 	              const struct mt_record *rec, uint64_t time);
 	void *record_ctx;
+	/* The modules' debug information opened on a second core while replaying, for a
+	 * command that prints frames (prefetch.h). */
+	bool prefetch;
 };
 
 /* Reads and replays the trace at path; *out is NULL on error. */

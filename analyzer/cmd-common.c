@@ -90,6 +90,8 @@ void mt_cmd_trace_warning(const char *file, const struct mt_trace *t)
 		        file);
 }
 
+const struct mt_analysis_hooks mt_cmd_frames = {.prefetch = true};
+
 int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra, bool native,
                    struct mt_analysis **out)
 {

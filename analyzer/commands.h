@@ -41,6 +41,9 @@ int mt_cmd_diff(int argc, char **argv);
  */
 int mt_cmd_analyze(const char *file, const struct mt_analysis_hooks *extra, bool native,
                    struct mt_analysis **out);
+/* extra for a command that prints frames and adds nothing to the replay: the modules'
+ * debug information is read while it runs */
+extern const struct mt_analysis_hooks mt_cmd_frames;
 /* "memtrace: FILE: byte N: what is wrong" */
 void mt_cmd_trace_error(const char *file, const struct mt_error *err, int r);
 /* One line each when the trace was cut or is still being written. */

@@ -479,7 +479,7 @@ int mt_cmd_diff(int argc, char **argv)
 	gated = o.gate_peak || o.gate_leak;
 	for (int s = 0; s < 2; s++) {
 		const char *why;
-		if (mt_cmd_analyze(o.file[s], NULL, o.native, &a[s]) != MT_EXIT_OK)
+		if (mt_cmd_analyze(o.file[s], &mt_cmd_frames, o.native, &a[s]) != MT_EXIT_OK)
 			goto out; /* the one-line error is printed */
 		why = mt_cmd_no_verdict(a[s], false, whybuf, sizeof(whybuf));
 		if (why && gated) {

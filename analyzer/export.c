@@ -232,7 +232,7 @@ int mt_cmd_export(int argc, char **argv)
 		return status;
 	if (o.format == FORMAT_CHROME)
 		return export_chrome(&o);
-	status = mt_cmd_analyze(o.file, NULL, o.native, &a);
+	status = mt_cmd_analyze(o.file, &mt_cmd_frames, o.native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	mt_cmd_sampling_note(stderr, "memtrace export: ", a);

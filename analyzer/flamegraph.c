@@ -406,7 +406,7 @@ int mt_cmd_flamegraph(int argc, char **argv)
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	status = mt_cmd_analyze(file, NULL, native, &a);
+	status = mt_cmd_analyze(file, &mt_cmd_frames, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	/* on stderr: the folded lines stay what flamegraph.pl reads */

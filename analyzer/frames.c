@@ -17,6 +17,7 @@
 #include "frames.h"
 #include "grow.h"
 #include "map.h"
+#include "prefetch.h"
 #include "pyframes.h"
 #include "pystacks.h"
 
@@ -391,6 +392,10 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	if (!in || mt_replay_stack(a->replay, stack_instance, stack, frames, &n, &gen) < 0)
 		return 0;
 	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
+	if (a->prefetch) { /* what it opened, if it is done */
+		a->sym = mt_prefetch_take(a->prefetch);
+		a->prefetch = NULL;
+	}
 	if (!a->sym && (r = mt_symbolizer_new(&a->sym)) < 0) {
 		a->sym = NULL;
 		return r;

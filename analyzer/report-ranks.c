@@ -296,7 +296,7 @@ int mt_report_ranks(char **files, uint32_t n, unsigned top, bool json, bool nati
 	}
 	for (uint32_t i = 0; i < n && status == MT_EXIT_OK; i++) {
 		struct mt_analysis *a;
-		status = mt_cmd_analyze(files[i], NULL, native, &a);
+		status = mt_cmd_analyze(files[i], &mt_cmd_frames, native, &a);
 		if (status != MT_EXIT_OK)
 			break;
 		ret = a->nprocs ? mt_ranks_add(&r, a, files[i]) : -EINVAL;

@@ -501,7 +501,7 @@ int mt_cmd_report(int argc, char **argv)
 	if (nfiles > 1)
 		return mt_report_ranks(files, nfiles, (unsigned)top, json, native);
 	file = files[0];
-	status = mt_cmd_analyze(file, NULL, native, &a);
+	status = mt_cmd_analyze(file, &mt_cmd_frames, native, &a);
 	if (status != MT_EXIT_OK)
 		return status;
 	mt_analysis_drop_stack_rows(a);

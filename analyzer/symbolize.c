@@ -289,6 +289,21 @@ static int open_debug_candidate(const char *path, const unsigned char *id, int i
 	return fd;
 }
 
+/* The debug file of a build-id under /usr/lib/debug/.build-id: false when it has none (too
+ * short) or the name does not fit. */
+static bool build_id_path(char *out, size_t size, const unsigned char *id, int len)
+{
+	int at;
+
+	if (len < 2)
+		return false;
+	at = snprintf(out, size, "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (int i = 1; i < len && at >= 0 && (size_t)at < size; i++)
+		at += snprintf(out + at, size - (size_t)at, "%02x", id[i]);
+	return at >= 0 && (size_t)at < size &&
+	       (size_t)snprintf(out + at, size - (size_t)at, ".debug") < size - (size_t)at;
+}
+
 /*
  * Dwfl's find_debuginfo, searching where dwfl_standard_find_debuginfo
  * does (the build-id path under /usr/lib/debug; the .gnu_debuglink name
@@ -308,16 +323,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	GElf_Addr vaddr;
 	int idlen = dwfl_module_build_id(mod, &id, &vaddr);
 	char paths[4][PATH_MAX];
-	int n = 0, at, fd;
+	int n = 0, fd;
 	bool something_else = false;
 
 	if (idlen < 2)
 		return -1;
-	at = snprintf(paths[n], PATH_MAX, "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (int i = 1; i < idlen && at < PATH_MAX; i++)
-		at += snprintf(paths[n] + at, PATH_MAX - (size_t)at, "%02x", id[i]);
-	if (at < PATH_MAX &&
-	    snprintf(paths[n] + at, PATH_MAX - (size_t)at, ".debug") < PATH_MAX - at)
+	if (build_id_path(paths[n], PATH_MAX, id, idlen))
 		n++;
 	if (debuglink_file && !strchr(debuglink_file, '/') && file_name && file_name[0] == '/') {
 		const char *slash = strrchr(file_name, '/');
@@ -397,7 +408,6 @@ static bool try_open(struct object *o, const struct mt_module *m, const char *fi
 static void open_object(struct object *o, const struct mt_module *m)
 {
 	char debug[64 + 2 * MT_MAX_BUILD_ID];
-	int n;
 
 	/* Relative names are not files: the vdso ("linux-vdso.so.1"), an empty name. */
 	if (o->path[0] == '/' && try_open(o, m, o->path))
@@ -406,13 +416,8 @@ static void open_object(struct object *o, const struct mt_module *m)
 	 * The file is gone or is another build now (an upgraded package): the
 	 * debug file of the recorded build-id still describes the old one.
 	 */
-	if (m->build_id_len < 2)
-		return;
-	n = snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
-	for (uint32_t i = 1; i < m->build_id_len; i++)
-		n += snprintf(debug + n, sizeof(debug) - (size_t)n, "%02x", m->build_id[i]);
-	snprintf(debug + n, sizeof(debug) - (size_t)n, ".debug");
-	try_open(o, m, debug);
+	if (build_id_path(debug, sizeof(debug), m->build_id, (int)m->build_id_len))
+		try_open(o, m, debug);
 }
 
 static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struct object **out)
@@ -454,6 +459,21 @@ static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struc
 	open_object(o, m);
 	*out = o;
 	return 0;
+}
+
+int mt_symbolizer_prepare(struct mt_symbolizer *s, const struct mt_module *m)
+{
+	char debug[64 + 2 * MT_MAX_BUILD_ID];
+	struct object *o;
+	Dwarf_Addr bias;
+	int r;
+
+	if (!build_id_path(debug, sizeof(debug), m->build_id, (int)m->build_id_len) ||
+	    access(debug, F_OK) != 0)
+		return 0;
+	if ((r = find_object(s, m, &o)) == 0 && o->mod)
+		dwfl_module_getdwarf(o->mod, &bias);
+	return r;
 }
 
 static int cmp_seg(const void *a, const void *b)

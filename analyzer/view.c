@@ -121,8 +121,10 @@ int mt_cmd_view(int argc, char **argv)
 	const char *file = NULL, *out = NULL;
 	unsigned top = 10;
 	struct mt_timeline t = {0};
-	struct mt_analysis_hooks hooks = {
-	        .record = mt_timeline_record, .before = mt_timeline_before, .record_ctx = &t};
+	struct mt_analysis_hooks hooks = {.record = mt_timeline_record,
+	                                  .before = mt_timeline_before,
+	                                  .record_ctx = &t,
+	                                  .prefetch = true};
 	struct mt_analysis *a = NULL;
 	json_t *data = NULL;
 	char *made = NULL;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prefetch.h"
 #include "symbolize.h"
 
 static int failures;
@@ -147,6 +148,59 @@ static void fresh(struct mt_symbolizer **s)
 		abort();
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * The prefetch (analyzer/prefetch.c): the symbolizer it read libc's debug
+ * file into on its thread answers as a fresh one does, for libc and for a
+ * module it left alone (this program: no debug file of its build-id); one
+ * taken before it is done leaves the thread to free its own (ASan).
+ */
+static void test_prefetch(uint64_t ra, uint64_t in_strdup)
+{
+	const struct mt_instance *ins = &inst;
+	const uint64_t addrs[] = {in_strdup, ra};
+	struct mt_symbolizer *s = NULL, *t;
+	struct mt_prefetch *p = mt_prefetch_start(&ins, 1);
+	struct mt_sym want[16], got[16];
+
+	CHECK(p, "no prefetch thread");
+	if (!p)
+		return;
+	/* its thread is of the lowest priority: on a busy machine it waits for an idle core */
+	for (int i = 0; i < 6000 && !mt_prefetch_done(p); i++)
+		usleep(10000);
+	CHECK(mt_prefetch_done(p), "the prefetch not done in 60 s");
+	t = mt_prefetch_take(p);
+	CHECK(t, "a prefetch done gave no symbolizer");
+	fresh(&s);
+	for (size_t a = 0; t && a < sizeof(addrs) / sizeof(addrs[0]); a++) {
+		int nw = mt_symbolize(s, &inst, addrs[a], want, 16);
+		int ng = mt_symbolize(t, &inst, addrs[a], got, 16);
+		CHECK(nw >= 1 && ng == nw, "address %zu: %d frames, %d from the prefetch", a, nw, ng);
+		for (int i = 0; i < nw && i < ng; i++)
+			CHECK(same_str(want[i].function, got[i].function) &&
+			              same_str(want[i].file, got[i].file) && want[i].line == got[i].line &&
+			              same_str(want[i].module, got[i].module) &&
+			              want[i].inlined == got[i].inlined,
+			      "address %zu frame %d: %s, from the prefetch %s", a, i,
+			      want[i].function ? want[i].function : "NULL",
+			      got[i].function ? got[i].function : "NULL");
+	}
+	if (t)
+		mt_symbolizer_free(t);
+	mt_symbolizer_free(s);
+	/* taken at once: most likely before the thread is done, which then frees its own */
+	p = mt_prefetch_start(&ins, 1);
+	CHECK(p, "no second prefetch thread");
+	t = mt_prefetch_take(p);
+	if (t)
+		mt_symbolizer_free(t);
+}
+
 int main(void)
 {
 	struct mt_symbolizer *s = NULL;
@@ -257,6 +311,7 @@ int main(void)
 	*libc = saved;
 
 	mt_symbolizer_free(s);
+	test_prefetch(ra, in_strdup);
 	for (uint32_t i = 0; i < inst.nmodules; i++) {
 		free(inst.modules[i].path);
 		free(inst.modules[i].seg);

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A report's first lookup in a module opens the module's file and debug
+ * file and reads its DWARF: Debian's libc has a debug file with compressed
+ * sections, which libdw inflates then, 77 ms of zlib in a 0.5 s report of
+ * bench-small, after the replay and before the first line is printed. The
+ * modules are all known once the replay's first pass is done (replay.h),
+ * so a thread opens them while the replay runs, in the order the trace
+ * recorded them (the program, the loader, libc first).
+ *
+ * The thread runs under SCHED_IDLE: at the same priority it took a core
+ * from the replay and its feed (feed.h), whose hand-offs slowed more than
+ * its work saved (a threads report 0.64 -> 0.78 s). And it is never waited
+ * for: at a thread of the lowest priority, on a machine whose cores are
+ * all busy, one libc would take seconds. The first lookup takes its
+ * symbolizer if it is done; otherwise the lookups open the modules
+ * themselves, as without it, and the thread stops after its module and
+ * frees its own. The answers are the same either way.
+ *
+ * May not: print; touch the instances once started (it works from copies).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prefetch.h"
+
+enum { RUNNING, DONE, LEFT };
+
+struct mt_prefetch {
+	pthread_t thread;
+	struct mt_symbolizer *sym;
+	struct mt_module *modules; /* copies: path and segments of their own */
+	uint32_t nmodules;
+	atomic_int state; /* RUNNING, then DONE by the thread or LEFT by mt_prefetch_take */
+};
+
+static void prefetch_free(struct mt_prefetch *p)
+{
+	for (uint32_t i = 0; i < p->nmodules; i++) {
+		free(p->modules[i].path);
+		free(p->modules[i].seg);
+	}
+	free(p->modules);
+	if (p->sym)
+		mt_symbolizer_free(p->sym);
+	free(p);
+}
+
+static void *prefetch_all(void *arg)
+{
+	struct mt_prefetch *p = arg;
+
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){0});
+	for (uint32_t i = 0; i < p->nmodules && atomic_load(&p->state) == RUNNING; i++)
+		mt_symbolizer_prepare(p->sym,
+		                      &p->modules[i]); /* out of memory: the lookup says so */
+	if (atomic_exchange(&p->state, DONE) == LEFT)
+		prefetch_free(p);
+	return NULL;
+}
+
+/* A copy of every module with a build-id: one without has no debug file to find by it. */
+static int copy_modules(struct mt_prefetch *p, const struct mt_instance *const *ins, uint32_t n)
+{
+	uint32_t total = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		total += ins[i]->nmodules;
+	if (!(p->modules = calloc(total ? total : 1, sizeof(*p->modules))))
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mt_instance *in = ins[i];
+		for (uint32_t j = 0; j < in->nmodules; j++) {
+			const struct mt_module *m = &in->modules[j];
+			struct mt_module *c = &p->modules[p->nmodules];
+			if (m->build_id_len < 2)
+				continue;
+			*c = *m;
+			c->path = strdup(m->path);
+			c->seg = malloc((m->nseg ? m->nseg : 1) * sizeof(*m->seg));
+			p->nmodules++;
+			if (!c->path || !c->seg)
+				return -1;
+			memcpy(c->seg, m->seg, m->nseg * sizeof(*m->seg));
+		}
+	}
+	return 0;
+}
+
+struct mt_prefetch *mt_prefetch_start(const struct mt_instance *const *ins, uint32_t n)
+{
+	struct mt_prefetch *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	atomic_init(&p->state, RUNNING);
+	if (copy_modules(p, ins, n) < 0 || mt_symbolizer_new(&p->sym) < 0 ||
+	    pthread_create(&p->thread, NULL, prefetch_all, p) != 0) {
+		prefetch_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+bool mt_prefetch_done(struct mt_prefetch *p)
+{
+	return atomic_load(&p->state) == DONE;
+}
+
+struct mt_symbolizer *mt_prefetch_take(struct mt_prefetch *p)
+{
+	struct mt_symbolizer *s;
+	pthread_t thread;
+
+	if (!p)
+		return NULL;
+	thread = p->thread; /* p is the thread's to free once LEFT */
+	if (atomic_exchange(&p->state, LEFT) == RUNNING) {
+		pthread_detach(thread);
+		return NULL;
+	}
+	pthread_join(thread, NULL);
+	s = p->sym;
+	p->sym = NULL;
+	prefetch_free(p);
+	return s;
+}
