@@ -872,6 +872,7 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	        /* events without a record, unless a command looks at every record */
 	        .event = hooks && hooks->record ? NULL : on_event,
 	        .pair = on_pair,
+	        .skip_definitions = true,
 	};
 	struct mt_analysis *a = calloc(1, sizeof(*a));
 	struct mt_analysis_run run = {0};

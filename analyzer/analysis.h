@@ -162,8 +162,9 @@ struct mt_analysis_hooks {
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 	/*
-	 * Every record of every instance in replay order, after the analysis
-	 * has applied it: the replay's figures (in->kind[], the per-stack ones
+	 * Every record of every instance in replay order but the stacks'
+	 * definitions (STACK, PYSTACK, PYCODE: replay.h's skip_definitions),
+	 * after the analysis has applied it: the replay's figures (in->kind[], the per-stack ones
 	 * through mt_replay_foreach_stack) are those just after the record.
 	 * Non-zero stops the analysis; a negative errno is returned by it.
 	 */

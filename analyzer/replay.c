@@ -2139,6 +2139,12 @@ static int cmp_child(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* What the first pass takes whole: a stack's frames, a Python stack, a code object. */
+static bool is_definition(uint8_t type)
+{
+	return type == MT_REC_STACK || type == MT_REC_PYSTACK || type == MT_REC_PYCODE;
+}
+
 static int replay_instance(struct mt_replay *r, struct mt_instance *in,
                            const struct mt_replay_callbacks *cb, void *ctx, struct mt_error *err)
 {
@@ -2156,6 +2162,7 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 	 * a pair's unit is tested for, or none */
 	const uint8_t pairs =
 	        !on_before && (on_event ? on_pair != NULL : !on_record) ? MT_UNIT_PAIR : 0;
+	const bool skip_definitions = cb && cb->skip_definitions;
 	struct mt_feed_stream *streams = NULL;
 	struct mt_feed *feed = NULL;
 	const struct mt_unit *u;
@@ -2259,6 +2266,10 @@ static int replay_instance(struct mt_replay *r, struct mt_instance *in,
 				ret = on_record(ctx, in, rec);
 			if (ret)
 				goto out;
+			continue;
+		}
+		if (skip_definitions && is_definition(u->ev.type)) {
+			p->now = key; /* as apply() sets it: nothing else of it is new */
 			continue;
 		}
 		if ((ret = mt_feed_record(feed, u, &rec, err)) < 0)

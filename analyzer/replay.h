@@ -296,7 +296,7 @@ struct mt_replay;
 struct mt_replay_callbacks {
 	/*
 	 * Every record of an instance in replay order (PROCESS, MODULE, STACK
-	 * included), after it was applied. Non-zero stops the replay and is
+	 * included unless skip_definitions), after it was applied. Non-zero stops the replay and is
 	 * returned by mt_replay_run().
 	 */
 	int (*record)(void *ctx, const struct mt_instance *in, const struct mt_record *rec);
@@ -326,6 +326,12 @@ struct mt_replay_callbacks {
 	 */
 	int (*pair)(void *ctx, const struct mt_instance *in, const struct mt_event *alloc,
 	            uint32_t alloc_thread, const struct mt_event *free_ev, uint32_t free_thread);
+	/*
+	 * The stacks' definitions (STACK, PYSTACK, PYCODE), which the first pass
+	 * took, not decoded again for record and before: a torch run's 702,000
+	 * STACK records of 57 frames each.
+	 */
+	bool skip_definitions;
 };
 
 /* First pass. *out owns nothing of trace, which must outlive it. */
