@@ -861,6 +861,28 @@ out:
 
 /* ---- the whole analysis ---- */
 
+/* The debug files worth reading while the replay runs (prefetch.h), on their thread; NULL:
+ * none, or no thread. */
+static struct mt_prefetch *prefetch(const struct mt_analysis *a)
+{
+	const struct mt_module **m;
+	struct mt_prefetch *p = NULL;
+	uint32_t total = 0, n = 0;
+
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		total += a->procs[i].in->nmodules;
+	if (!(m = calloc(total ? total : 1, sizeof(*m))))
+		return NULL;
+	for (uint32_t i = 0; i < a->nprocs; i++)
+		for (uint32_t j = 0; j < a->procs[i].in->nmodules; j++)
+			if (mt_prefetch_wanted(a->procs[i].in, &a->procs[i].in->modules[j]))
+				m[n++] = &a->procs[i].in->modules[j];
+	if (n)
+		p = mt_prefetch_start(m, n);
+	free(m);
+	return p;
+}
+
 int mt_analysis_open(struct mt_analysis **out, const char *path,
                      const struct mt_analysis_hooks *hooks, struct mt_error *err)
 {
@@ -899,13 +921,8 @@ int mt_analysis_open(struct mt_analysis **out, const char *path,
 	for (uint32_t i = 0; i < a->nprocs; i++)
 		a->procs[i].in = mt_replay_instance(a->replay, i);
 	/* the modules are known from here on: their debug files read while the replay runs */
-	if (hooks && hooks->prefetch) {
-		const struct mt_instance **ins = calloc(a->nprocs ? a->nprocs : 1, sizeof(*ins));
-		for (uint32_t i = 0; ins && i < a->nprocs; i++)
-			ins[i] = a->procs[i].in;
-		a->prefetch = ins ? mt_prefetch_start(ins, a->nprocs) : NULL;
-		free(ins);
-	}
+	if (hooks && hooks->prefetch)
+		a->prefetch = prefetch(a);
 	run.a = a;
 	if (hooks)
 		run.hooks = *hooks;

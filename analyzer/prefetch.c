@@ -4,9 +4,10 @@
  * file and reads its DWARF: Debian's libc has a debug file with compressed
  * sections, which libdw inflates then, 77 ms of zlib in a 0.5 s report of
  * bench-small, after the replay and before the first line is printed. The
- * modules are all known once the replay's first pass is done (replay.h),
- * so a thread opens them while the replay runs, in the order the trace
- * recorded them (the program, the loader, libc first).
+ * modules and the stacks' frames are all known once the replay's first
+ * pass is done (replay.h), so a thread opens the modules with such a debug
+ * file that the stacks have frames in (mt_prefetch_wanted) while the
+ * replay runs.
  *
  * The thread runs under SCHED_IDLE: at the same priority it took a core
  * from the replay and its feed (feed.h), whose hand-offs slowed more than
@@ -17,8 +18,9 @@
  * themselves, as without it, and the thread stops after its module and
  * frees its own. The answers are the same either way.
  *
- * May not: print; touch the instances once started (it works from copies).
+ * May not: print; touch the modules once started (it works from copies).
  */
+#include <elf.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -62,42 +64,48 @@ static void *prefetch_all(void *arg)
 	return NULL;
 }
 
-/* A copy of every module with a build-id: one without has no debug file to find by it. */
-static int copy_modules(struct mt_prefetch *p, const struct mt_instance *const *ins, uint32_t n)
+bool mt_prefetch_wanted(const struct mt_instance *in, const struct mt_module *m)
 {
-	uint32_t total = 0;
+	uint32_t n;
+	const uint64_t *f = mt_replay_frames(in, &n);
 
-	for (uint32_t i = 0; i < n; i++)
-		total += ins[i]->nmodules;
-	if (!(p->modules = calloc(total ? total : 1, sizeof(*p->modules))))
+	if (!mt_symbolizer_debug_file(m))
+		return false;
+	for (uint32_t s = 0; s < m->nseg; s++) {
+		uint64_t lo = m->base + m->seg[s].vaddr, size = m->seg[s].memsz;
+		if (!(m->seg[s].flags & PF_X))
+			continue; /* a return address is in code */
+		for (uint32_t i = 0; i < n; i++)
+			if (f[i] - lo < size)
+				return true;
+	}
+	return false;
+}
+
+static int copy_modules(struct mt_prefetch *p, const struct mt_module *const *m, uint32_t n)
+{
+	if (!(p->modules = calloc(n ? n : 1, sizeof(*p->modules))))
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct mt_instance *in = ins[i];
-		for (uint32_t j = 0; j < in->nmodules; j++) {
-			const struct mt_module *m = &in->modules[j];
-			struct mt_module *c = &p->modules[p->nmodules];
-			if (m->build_id_len < 2)
-				continue;
-			*c = *m;
-			c->path = strdup(m->path);
-			c->seg = malloc((m->nseg ? m->nseg : 1) * sizeof(*m->seg));
-			p->nmodules++;
-			if (!c->path || !c->seg)
-				return -1;
-			memcpy(c->seg, m->seg, m->nseg * sizeof(*m->seg));
-		}
+		struct mt_module *c = &p->modules[p->nmodules++];
+		*c = *m[i];
+		c->path = strdup(m[i]->path);
+		c->seg = malloc((m[i]->nseg ? m[i]->nseg : 1) * sizeof(*c->seg));
+		if (!c->path || !c->seg)
+			return -1;
+		memcpy(c->seg, m[i]->seg, m[i]->nseg * sizeof(*c->seg));
 	}
 	return 0;
 }
 
-struct mt_prefetch *mt_prefetch_start(const struct mt_instance *const *ins, uint32_t n)
+struct mt_prefetch *mt_prefetch_start(const struct mt_module *const *m, uint32_t n)
 {
 	struct mt_prefetch *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
 	atomic_init(&p->state, RUNNING);
-	if (copy_modules(p, ins, n) < 0 || mt_symbolizer_new(&p->sym) < 0 ||
+	if (copy_modules(p, m, n) < 0 || mt_symbolizer_new(&p->sym) < 0 ||
 	    pthread_create(&p->thread, NULL, prefetch_all, p) != 0) {
 		prefetch_free(p);
 		return NULL;

@@ -12,12 +12,19 @@
 struct mt_prefetch;
 
 /*
- * Opens, in a symbolizer of its own on a thread of the lowest priority,
- * each module of the n instances that has a debug file of its build-id
- * (mt_symbolizer_prepare). The modules are copied: the instances may
- * change or go. NULL when no thread could be made.
+ * Whether a module of the instance is worth opening before it is asked
+ * for: it has a debug file of its build-id (mt_symbolizer_debug_file) and
+ * a frame of the instance's stacks lies in its code. The others are opened
+ * by a lookup, if one comes: a torch report prints no libc frame, and
+ * libc's debug sections took 15 MiB there.
  */
-struct mt_prefetch *mt_prefetch_start(const struct mt_instance *const *ins, uint32_t n);
+bool mt_prefetch_wanted(const struct mt_instance *in, const struct mt_module *m);
+/*
+ * Opens the n modules, in a symbolizer of its own on a thread of the
+ * lowest priority (mt_symbolizer_prepare). They are copied: the caller's
+ * may change or go. NULL when no thread could be made.
+ */
+struct mt_prefetch *mt_prefetch_start(const struct mt_module *const *m, uint32_t n);
 /* Whether the thread is done: mt_prefetch_take would give its symbolizer. */
 bool mt_prefetch_done(struct mt_prefetch *p);
 /*

@@ -2423,6 +2423,15 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r)
 	return &r->fit;
 }
 
+const uint64_t *mt_replay_frames(const struct mt_instance *in, uint32_t *n)
+{
+	const struct mt_frame_tree *t = &in->priv->frames;
+
+	/* node 0 is the root, no frame */
+	*n = t->n > 1 ? t->n - 1 : 0;
+	return t->frame ? t->frame + 1 : NULL;
+}
+
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     uint64_t frames[MT_MAX_DEPTH], uint32_t *n, uint32_t *gen)
 {

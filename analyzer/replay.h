@@ -375,6 +375,13 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 
 /* The frames of a stack of instance `instance`, innermost first, into frames; -ENOENT if
  * unknown. */
+/*
+ * The return addresses of the instance's stacks, each frame of its frame
+ * tree once (an address in several places of the tree more than once):
+ * *n of them, valid and unchanged from the end of the first pass until the
+ * replay is freed.
+ */
+const uint64_t *mt_replay_frames(const struct mt_instance *in, uint32_t *n);
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     uint64_t frames[MT_MAX_DEPTH], uint32_t *n, uint32_t *gen);
 

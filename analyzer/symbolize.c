@@ -461,17 +461,21 @@ static int find_object(struct mt_symbolizer *s, const struct mt_module *m, struc
 	return 0;
 }
 
-int mt_symbolizer_prepare(struct mt_symbolizer *s, const struct mt_module *m)
+bool mt_symbolizer_debug_file(const struct mt_module *m)
 {
 	char debug[64 + 2 * MT_MAX_BUILD_ID];
+
+	return build_id_path(debug, sizeof(debug), m->build_id, (int)m->build_id_len) &&
+	       access(debug, F_OK) == 0;
+}
+
+int mt_symbolizer_prepare(struct mt_symbolizer *s, const struct mt_module *m)
+{
 	struct object *o;
 	Dwarf_Addr bias;
-	int r;
+	int r = find_object(s, m, &o);
 
-	if (!build_id_path(debug, sizeof(debug), m->build_id, (int)m->build_id_len) ||
-	    access(debug, F_OK) != 0)
-		return 0;
-	if ((r = find_object(s, m, &o)) == 0 && o->mod)
+	if (r == 0 && o->mod)
 		dwfl_module_getdwarf(o->mod, &bias);
 	return r;
 }

@@ -34,10 +34,14 @@ int mt_symbolizer_new(struct mt_symbolizer **out);
 void mt_symbolizer_free(struct mt_symbolizer *s);
 
 /*
- * Opens m's object and reads its DWARF, as the first lookup in it would,
- * when it has a debug file of its build-id under /usr/lib/debug (Debian's
- * -dbg and dbgsym packages: compressed sections, which reading inflates);
- * prefetch.c does it on a second core. 0, or -ENOMEM. Not thread-safe.
+ * Whether m has a debug file of its build-id under /usr/lib/debug
+ * (Debian's -dbg and dbgsym packages: compressed sections, which reading
+ * inflates).
+ */
+bool mt_symbolizer_debug_file(const struct mt_module *m);
+/*
+ * Opens m's object and reads its DWARF, as the first lookup in it would
+ * (prefetch.c, on another core): 0, or -ENOMEM. Not thread-safe.
  */
 int mt_symbolizer_prepare(struct mt_symbolizer *s, const struct mt_module *m);
 

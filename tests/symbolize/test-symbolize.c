@@ -161,10 +161,10 @@ static bool same_str(const char *a, const char *b)
  */
 static void test_prefetch(uint64_t ra, uint64_t in_strdup)
 {
-	const struct mt_instance *ins = &inst;
+	const struct mt_module *libc = module_named("libc.so");
 	const uint64_t addrs[] = {in_strdup, ra};
 	struct mt_symbolizer *s = NULL, *t;
-	struct mt_prefetch *p = mt_prefetch_start(&ins, 1);
+	struct mt_prefetch *p = mt_prefetch_start(&libc, 1);
 	struct mt_sym want[16], got[16];
 
 	CHECK(p, "no prefetch thread");
@@ -194,7 +194,7 @@ static void test_prefetch(uint64_t ra, uint64_t in_strdup)
 		mt_symbolizer_free(t);
 	mt_symbolizer_free(s);
 	/* taken at once: most likely before the thread is done, which then frees its own */
-	p = mt_prefetch_start(&ins, 1);
+	p = mt_prefetch_start(&libc, 1);
 	CHECK(p, "no second prefetch thread");
 	t = mt_prefetch_take(p);
 	if (t)
