@@ -164,8 +164,9 @@ struct mt_analysis_hooks {
 	/*
 	 * Every record of every instance in replay order but the stacks'
 	 * definitions (STACK, PYSTACK, PYCODE: replay.h's skip_definitions),
-	 * after the analysis has applied it: the replay's figures (in->kind[], the per-stack ones
-	 * through mt_replay_foreach_stack) are those just after the record.
+	 * after the analysis has applied it: the replay's figures (in->kind[],
+	 * the per-stack ones through mt_replay_foreach_stack) are those just
+	 * after the record.
 	 * Non-zero stops the analysis; a negative errno is returned by it.
 	 */
 	int (*record)(void *ctx, struct mt_analysis *a, const struct mt_instance *in,

@@ -56,9 +56,9 @@ static void *prefetch_all(void *arg)
 	struct mt_prefetch *p = arg;
 
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){0});
+	/* out of memory: the lookup that needs the module says so */
 	for (uint32_t i = 0; i < p->nmodules && atomic_load(&p->state) == RUNNING; i++)
-		mt_symbolizer_prepare(p->sym,
-		                      &p->modules[i]); /* out of memory: the lookup says so */
+		mt_symbolizer_prepare(p->sym, &p->modules[i]);
 	if (atomic_exchange(&p->state, DONE) == LEFT)
 		prefetch_free(p);
 	return NULL;

@@ -15,8 +15,8 @@ struct mt_prefetch;
  * Whether a module of the instance is worth opening before it is asked
  * for: it has a debug file of its build-id (mt_symbolizer_debug_file) and
  * a frame of the instance's stacks lies in its code. The others are opened
- * by a lookup, if one comes: a torch report prints no libc frame, and
- * libc's debug sections took 15 MiB there.
+ * by a lookup, if one comes: in bench-small's trace, the libm and
+ * libpthread of perf, which started it, have debug files and no frame.
  */
 bool mt_prefetch_wanted(const struct mt_instance *in, const struct mt_module *m);
 /*

@@ -296,8 +296,8 @@ struct mt_replay;
 struct mt_replay_callbacks {
 	/*
 	 * Every record of an instance in replay order (PROCESS, MODULE, STACK
-	 * included unless skip_definitions), after it was applied. Non-zero stops the replay and is
-	 * returned by mt_replay_run().
+	 * included unless skip_definitions), after it was applied. Non-zero
+	 * stops the replay and is returned by mt_replay_run().
 	 */
 	int (*record)(void *ctx, const struct mt_instance *in, const struct mt_record *rec);
 	/* An instance is replayed; its live blocks can be walked with mt_replay_foreach_live()
@@ -373,8 +373,6 @@ const struct mt_keyframes *mt_replay_keyframes(const struct mt_replay *r);
 /* Ticks to ns for this trace: the chunk headers' pairs and every SAMPLE's. */
 const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
 
-/* The frames of a stack of instance `instance`, innermost first, into frames; -ENOENT if
- * unknown. */
 /*
  * The return addresses of the instance's stacks, each frame of its frame
  * tree once (an address in several places of the tree more than once):
@@ -382,6 +380,8 @@ const struct mt_clock_fit *mt_replay_clock(const struct mt_replay *r);
  * replay is freed.
  */
 const uint64_t *mt_replay_frames(const struct mt_instance *in, uint32_t *n);
+/* The frames of a stack of instance `instance`, innermost first, into frames; -ENOENT if
+ * unknown. */
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     uint64_t frames[MT_MAX_DEPTH], uint32_t *n, uint32_t *gen);
 
