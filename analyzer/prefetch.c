@@ -23,6 +23,7 @@
 #include <elf.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,12 +102,24 @@ static int copy_modules(struct mt_prefetch *p, const struct mt_module *const *m,
 struct mt_prefetch *mt_prefetch_start(const struct mt_module *const *m, uint32_t n)
 {
 	struct mt_prefetch *p = calloc(1, sizeof(*p));
+	sigset_t all, was;
+	bool made;
 
 	if (!p)
 		return NULL;
 	atomic_init(&p->state, RUNNING);
-	if (copy_modules(p, m, n) < 0 || mt_symbolizer_new(&p->sym) < 0 ||
-	    pthread_create(&p->thread, NULL, prefetch_all, p) != 0) {
+	if (copy_modules(p, m, n) < 0 || mt_symbolizer_new(&p->sym) < 0) {
+		prefetch_free(p);
+		return NULL;
+	}
+	/* the command's signals stay its thread's (Ctrl-C, a closed pipe), as the feed's do */
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	made = pthread_create(&p->thread, NULL, prefetch_all, p) == 0;
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!made) {
 		prefetch_free(p);
 		return NULL;
 	}
