@@ -671,8 +671,9 @@ static _Noreturn void second_half(const struct mt_reach_input *in, struct walk *
  * *blocks (n of them, *visited the chunks read): the first half's events
  * into w->t, the second's handed back sorted, the two lists merged. False
  * when that could not be done, all of it let go (the copy then reads every
- * chunk alone). While both run, each may map half of what the budget
- * leaves, the second process's slots included.
+ * chunk alone), and when the program takes in orphans (in->one_core).
+ * While both run, each may map half of what the budget leaves, the second
+ * process's slots included.
  */
 static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_t *file,
                    uint64_t size, uint64_t *visited, struct mt_reach_block **blocks, size_t *n)
@@ -683,8 +684,8 @@ static bool in_two(const struct mt_reach_input *in, struct walk *w, const uint8_
 	long pid;
 	bool ok;
 
-	if (!in->chunks || w->bytes < SPLIT_MIN || w->bytes < mt_reach_rss() / SPLIT_RSS ||
-	    base >= budget || mt_reach_cpus() < 2)
+	if (in->one_core || !in->chunks || w->bytes < SPLIT_MIN ||
+	    w->bytes < mt_reach_rss() / SPLIT_RSS || base >= budget || mt_reach_cpus() < 2)
 		return false;
 	room = (budget - base) / 2;
 	h = mt_reach_map_shared(room);

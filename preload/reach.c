@@ -571,6 +571,23 @@ static const char *worth_saying(unsigned status)
 	}
 }
 
+/*
+ * Whether orphans of the program's descendants become its children: it is a
+ * child subreaper (PR_SET_CHILD_SUBREAPER: a process manager) or the first
+ * process of its pid namespace (a container's). The copy's second process
+ * would be one, should the copy die first (the OOM killer's first choice):
+ * the program would get a SIGCHLD and a child it never made, killed by its
+ * death signal. Such a program's copy reads on one core. Raw calls; the
+ * caller keeps errno.
+ */
+static bool reaps_orphans(void)
+{
+	int flag = 0;
+
+	return syscall(SYS_getpid) == 1 ||
+	       (syscall(SYS_prctl, PR_GET_CHILD_SUBREAPER, &flag, 0, 0, 0) == 0 && flag);
+}
+
 void mt_reach_at_exit(void)
 {
 	struct mt_reach_input in = {0};
@@ -597,6 +614,7 @@ void mt_reach_at_exit(void)
 	in.out_lo = (uintptr_t)o;
 	in.out_hi = (uintptr_t)o + out_bytes;
 	in.instance = mt_instance;
+	in.one_core = reaps_orphans();
 	in.trace_fd = mt_writer_trace_hold(&in.trace_ino);
 	if (in.trace_fd < 0) {
 		status = MT_REACH_NO_TRACE;

@@ -47,6 +47,8 @@ struct mt_reach_input {
 	uintptr_t libc_lo, libc_hi; /* libc's writable segment, where its main arena is */
 	uintptr_t brk;              /* the program break: where the main arena's top chunk ends */
 	uint64_t budget;            /* bytes the copy may map for itself */
+	/* the program takes in orphans (reaps_orphans): the copy makes no second process */
+	bool one_core;
 	/* the chunks of this process and of its fork ancestors (reach.c), or
 	 * NULL when the list could not be kept: then every chunk of the file */
 	uint64_t *const *chunks;

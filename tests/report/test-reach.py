@@ -11,9 +11,11 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 
-from harness import BIN, LIB, check, main, run, workdir
+from harness import BIN, LIB, check, main, run, traced_env, workdir
 
 PROGRAM = os.path.join(os.environ["MEMTRACE_REPORT_PROGRAMS"], "reach-classes")
 
@@ -327,6 +329,80 @@ def test_root_that_faults():
     shutil.rmtree(d)
 
 
+def children(pid):
+    """The pids of the children of pid's first thread; none once it is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def exit_watched(mode, trace, kill_copy, namespace=False):
+    """reach-subreaper run traced (with namespace, as the first process of a pid namespace of
+    its own, as in a container: under `unshare --pid --fork`); while it exits, its children
+    (the exit's copy) and theirs (the copy's second process) looked at without pause, and with
+    kill_copy the copy killed once it has one, as the OOM killer may (oom_score_adj 1000 makes
+    the copy its first choice). Its exit status, stdout, and whether a second process was
+    seen."""
+    prog = os.path.join(os.environ["MEMTRACE_REPORT_PROGRAMS"], "reach-subreaper")
+    env = traced_env(trace)
+    env.pop("MEMTRACE_REACHABILITY", None)
+    wrap = []
+    if namespace:
+        # unshare itself untraced: the copy of a process whose pid namespace has ended
+        # cannot be made (clone: ENOMEM), and its scan fails, as memtrace then says
+        wrap = ["unshare", "--pid", "--fork", "env", f"LD_PRELOAD={env.pop('LD_PRELOAD')}"]
+    p = subprocess.Popen(wrap + [prog, mode, str(SUBREAPER_PAIRS)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = False
+    while p.poll() is None:
+        progs = children(p.pid) if namespace else [p.pid]
+        for copy in (c for pid in progs for c in children(pid)):
+            if children(copy):
+                seen = True
+                if kill_copy:
+                    os.kill(copy, signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out.decode(), err.decode(), seen
+
+
+# about 22 MB of records: read back on two cores (more than 4 MiB) for some 60 ms
+SUBREAPER_PAIRS = 2_000_000
+
+
+def test_subreaper_gets_no_orphan():
+    """A program that takes in orphans (a child subreaper, or the first process of a pid
+    namespace, as a container's is) never gets one of memtrace's: had the copy a second process and died first (killed: the
+    OOM killer's first choice), the kernel would hand that process to the program, which
+    would get a SIGCHLD and a child it never made. Its copy reads on one core. A plain
+    program's copy reads the same trace on two (the size is enough), so that the watch can
+    see a second process."""
+    check((os.cpu_count() or 1) >= 2, "one core: the copy never reads on two")
+    d = workdir()
+    trace = os.path.join(d, "plain.bin")
+    code, out, err, seen = exit_watched("plain", trace, kill_copy=False)
+    check(code == 0 and out == "done\n", f"plain: exit {code}, stdout {out!r}, stderr {err}")
+    check(seen, "plain: no second process was seen: the trace is too small to tell")
+    trace = os.path.join(d, "subreaper.bin")
+    code, out, err, seen = exit_watched("subreaper", trace, kill_copy=True)
+    check(code == 0 and out == "done\n", f"subreaper: exit {code}, stdout {out!r}, stderr {err}")
+    check(not seen and not err, f"subreaper: a second process {seen}, stderr {err!r}")
+    proc = report_json(trace)
+    scan = proc["reachability_scan"]
+    check(scan["status"] == "done", f"subreaper: {scan}")
+    kinds = proc["memories"]["host"]["leak_kinds"]
+    check(kinds == split(definite=(200, 1), reachable=(100, 1)), f"leak_kinds {kinds}")
+    # pid 1 of its namespace: neither a subreaper nor handed the orphan by a flag of its own
+    trace = os.path.join(d, "pid1.bin")
+    code, out, err, seen = exit_watched("plain", trace, kill_copy=True, namespace=True)
+    check(code == 0 and out == "done\n", f"pid 1: exit {code}, stdout {out!r}, stderr {err}")
+    check(not seen and not err, f"pid 1: a second process {seen}, stderr {err!r}")
+    check(report_json(trace)["reachability_scan"]["status"] == "done", "pid 1: no scan")
+    shutil.rmtree(d)
+
+
 main({"classes": test_classes, "root-that-faults": test_root_that_faults, "out-of-time": test_out_of_time, "killed": test_killed, "off": test_off,
       "nothing-live": test_nothing_live, "tree": test_tree_reads_its_own_chunks,
-      "fork-temporary": test_fork_temporary, "little-memory": test_reads_back_in_little_memory})
+      "fork-temporary": test_fork_temporary, "little-memory": test_reads_back_in_little_memory,
+      "subreaper": test_subreaper_gets_no_orphan})
