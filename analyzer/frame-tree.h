@@ -46,4 +46,21 @@ void mt_frame_tree_seal(struct mt_frame_tree *t);
 uint32_t mt_frame_tree_get(const struct mt_frame_tree *t, uint32_t node, uint64_t *frames,
                            uint32_t max);
 
+/* A walk up node's stack, its innermost frame first, that reads no more frames than it needs. */
+struct mt_frame_walk {
+	const struct mt_frame_tree *tree;
+	uint32_t node; /* the next frame's; 0: none left */
+};
+
+/* The walk's next frame and its node (the stack of its frames from there out); false at the end. */
+static inline bool mt_frame_walk_next(struct mt_frame_walk *w, uint64_t *frame, uint32_t *node)
+{
+	if (!w->node)
+		return false;
+	*node = w->node;
+	*frame = w->tree->frame[w->node];
+	w->node = w->tree->parent[w->node];
+	return true;
+}
+
 #endif

@@ -373,23 +373,30 @@ static struct mt_frames *frames_made(struct mt_analysis *a)
 	return a->frames = f;
 }
 
-int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
-                       uint32_t *out, unsigned max)
+/*
+ * mt_frames_of_stack, or with `at` its frames up to its first Python
+ * activation (mt_frames_until_python).
+ */
+static int frames_of(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack, uint32_t *out,
+                     unsigned max, struct mt_frames_at *at)
 {
 	const struct mt_instance *in = mt_replay_find_instance(a->replay, stack_instance);
 	const struct mt_pyframe *py = NULL;
 	const uint32_t *py_idx = NULL;
 	struct instance_frames *inf;
-	uint64_t frames[MT_MAX_DEPTH];
-	uint32_t n, gen, npy = 0, next = 0;
+	struct mt_frame_walk walk;
+	uint64_t frame;
+	uint32_t node, npy = 0, next = 0;
 	unsigned count = 0;
 	bool leading = true;
 	int r;
 
+	if (at)
+		*at = (struct mt_frames_at){0};
 	/* the table even for no frames: a caller reads its columns after any call */
 	if (!frames_made(a))
 		return -ENOMEM;
-	if (!in || mt_replay_stack(a->replay, stack_instance, stack, frames, &n, &gen) < 0)
+	if (!in || mt_replay_stack_walk(a->replay, stack_instance, stack, &walk) < 0)
 		return 0;
 	mt_replay_pystack(a->replay, stack_instance, stack, &py, &npy);
 	if (a->prefetch) { /* what it opened, if it is done */
@@ -404,12 +411,14 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 		return -ENOMEM;
 	if (npy && (r = pystack_frames(a, inf, stack_instance, py, npy, &py_idx)) < 0)
 		return r;
-	for (uint32_t i = 0; i < n && count < max; i++) {
-		const struct run *known = known_run(inf, frames[i]);
+	/* the frames read as they are needed: up to the first activation, 21 of a torch
+	 * stack's 57 on average */
+	while (count < max && mt_frame_walk_next(&walk, &frame, &node)) {
+		const struct run *known = known_run(inf, frame);
 		struct run run;
 		if (known)
 			run = *known;
-		else if ((r = new_run(a, inf, in, frames[i], &run)) < 0)
+		else if ((r = new_run(a, inf, in, frame, &run)) < 0)
 			return r;
 		if (!run.special) {
 			for (uint32_t j = run.first; j < run.first + run.n && count < max; j++)
@@ -424,6 +433,14 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 			if (leading && (flags & F_ALLOCATOR))
 				continue;
 			leading = false;
+			if (at && (flags & F_EVAL) && next < npy) {
+				/* the first activation: what follows is the same for every stack
+				 * with this node and place and these Python frames */
+				at->pystack = py;
+				at->node = node;
+				at->inlined = j - run.first;
+				return (int)count;
+			}
 			/* the hybrid stack: an eval frame with no Python frames left stays */
 			if ((flags & F_EVAL) &&
 			    python_activation(py, py_idx, npy, &next, out, &count, max))
@@ -435,6 +452,18 @@ int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t 
 	while (next < npy && count < max)
 		out[count++] = py_idx[next++];
 	return (int)count;
+}
+
+int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                       uint32_t *out, unsigned max)
+{
+	return frames_of(a, stack_instance, stack, out, max, NULL);
+}
+
+int mt_frames_until_python(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                           uint32_t *out, unsigned max, struct mt_frames_at *at)
+{
+	return frames_of(a, stack_instance, stack, out, max, at);
 }
 
 int mt_analysis_native_frames(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,

@@ -64,6 +64,26 @@ struct mt_frames {
  */
 int mt_frames_of_stack(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
                        uint32_t *out, unsigned max);
+/*
+ * Where a stack's frames reach its first Python activation (an eval frame
+ * with Python frames left to put in its place): the frame tree's node of
+ * that eval frame (0: none is reached), the eval frame's place among its
+ * return address's frames (inlined ones first), and the stack's Python
+ * frames (the replay's, which stay put). mt_frames_of_stack gives the same
+ * frames from there on for every stack with the same three.
+ */
+struct mt_frames_at {
+	const void *pystack;
+	uint32_t node;
+	uint32_t inlined;
+};
+
+/*
+ * mt_frames_of_stack's frames up to the stack's first Python activation,
+ * *at saying where that is; all of them when there is none (at->node 0).
+ */
+int mt_frames_until_python(struct mt_analysis *a, uint32_t stack_instance, uint32_t stack,
+                           uint32_t *out, unsigned max, struct mt_frames_at *at);
 void mt_frames_free(struct mt_frames *f);
 
 /* The table's columns (after an mt_frames_of_stack: the table is made by the first). */

@@ -11,9 +11,11 @@
  * without Python frames is in no group and stays as it is.
  *
  * A stack's group is found once (its frames from the frame table,
- * frames.h, a key made of their content ids) and kept; a group is known by its representative, the
- * smallest (stack_instance, stack) of the stacks met in it, so that every command names a group the
- * same way.
+ * frames.h, a key made of their content ids) and kept; a stack whose frames
+ * from its first Python activation out are another's, with the same tail,
+ * goes to that one's group without them (struct resumed). A group is known
+ * by its representative, the smallest (stack_instance, stack) of the stacks
+ * met in it, so that every command names a group the same way.
  *
  * May not: print, read the environment.
  */
@@ -71,6 +73,22 @@ struct mt_groups {
 	 */
 	uint8_t *label_class;
 	size_t label_class_cap;
+	/*
+	 * A stack's group, known from its frames up to its first Python
+	 * activation (frames.h, struct mt_frames_at) and its tail: the frames
+	 * from there out are those of every stack with the same, which were
+	 * built and keyed once. hash of struct resumed's first five -> struct
+	 * resumed; a collision probes hash + 1.
+	 */
+	struct mt_map resumed;
+};
+
+/* What a stack with these frames up to its first activation, and this tail, groups as. */
+struct resumed {
+	const void *pystack;
+	uint32_t instance, node, inlined, tail_id;
+	uint32_t group; /* + 1 */
+	uint32_t rest;  /* its frames from the activation on, to the end */
 };
 
 /* a growable string */
@@ -269,6 +287,46 @@ static enum mt_label_class frame_class(void *ctx, int i)
 	return c;
 }
 
+/* The id of the tail of a stack whose innermost Python frame is g->frames[py], its name in *tail.
+ */
+static int64_t stack_tail(struct mt_groups *g, const struct mt_frame_columns *col, int py,
+                          const char **tail)
+{
+	struct label_walk w = {g, col};
+	uint32_t label;
+
+	if (py <= 0)
+		return 0;
+	label = g->frames[mt_label_frame_by(py, frame_class, &w)];
+	return tail_of(g, &col->sym[label], col->content[label], tail);
+}
+
+static uint64_t resumed_hash(uint32_t si, const struct mt_frames_at *at, int64_t tail_id)
+{
+	uint64_t h = mt_map_mix((uint64_t)(uintptr_t)at->pystack);
+
+	h = mt_map_mix(h ^ ((uint64_t)si << 32 | at->node));
+	return mt_map_mix(h ^ ((uint64_t)at->inlined << 32 | (uint64_t)tail_id));
+}
+
+/* The entry for (si, at, tail_id), or NULL and in *free_at the key where it would go. */
+static struct resumed *resumed_find(const struct mt_groups *g, uint32_t si,
+                                    const struct mt_frames_at *at, int64_t tail_id,
+                                    uint64_t *free_at)
+{
+	struct resumed *e;
+
+	for (uint64_t h = resumed_hash(si, at, tail_id);; h++) {
+		if (!(e = mt_map_get(&g->resumed, h))) {
+			*free_at = h;
+			return NULL;
+		}
+		if (e->pystack == at->pystack && e->instance == si && e->node == at->node &&
+		    e->inlined == at->inlined && e->tail_id == (uint32_t)tail_id)
+			return e;
+	}
+}
+
 /* A stack's group + 1, 0 for a stack without Python frames, or a negative errno. */
 static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 {
@@ -282,8 +340,11 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	uint32_t npy = 0;
 	int64_t tail_id = 0;
 	unsigned nkey;
-	uint64_t h;
+	uint64_t h, resume_key = 0;
 	bool created;
+	struct mt_frames_at at;
+	struct resumed *known = NULL;
+	int before, whole;
 
 	if (slot)
 		return (int)*slot;
@@ -297,10 +358,30 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 		r = 0;
 		goto done;
 	}
-	n = mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES);
+	/* its frames up to its first activation, and the rest as another stack's, if known */
+	before = mt_frames_until_python(a, si, stack, g->frames, MAX_FRAMES, &at);
+	if (before < 0)
+		return before;
+	col = mt_frames_col(a);
+	if (at.node) {
+		if ((tail_id = stack_tail(g, col, before, &tail)) < 0)
+			return (int)tail_id;
+		known = resumed_find(g, si, &at, tail_id, &resume_key);
+		/* a stack cut at MAX_FRAMES is grouped by the frames it keeps: built whole */
+		if (known && before + known->rest < MAX_FRAMES) {
+			struct group *grp = &g->v[known->group - 1];
+			r = (int)known->group;
+			if (skey < ((uint64_t)grp->rep_instance << 32 | grp->rep_stack)) {
+				grp->rep_instance = si;
+				grp->rep_stack = stack;
+			}
+			goto done;
+		}
+	}
+	/* with no activation reached, the walk went to the end: the frames are all there */
+	n = whole = at.node ? mt_frames_of_stack(a, si, stack, g->frames, MAX_FRAMES) : before;
 	if (n < 0)
 		return n;
-	col = mt_frames_col(a);
 	for (int i = 0; i < n; i++)
 		if (col->flags[g->frames[i]] & MT_FRAME_PYTHON) {
 			py = py < 0 ? i : py;
@@ -312,13 +393,8 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 	/* the interpreter's start (main, Py_RunMain, _start) outside the outermost one tells
 	 * nothing */
 	n = last + 1;
-	if (py > 0) {
-		struct label_walk w = {g, col};
-		uint32_t label = g->frames[mt_label_frame_by(py, frame_class, &w)];
-		tail_id = tail_of(g, &col->sym[label], col->content[label], &tail);
-		if (tail_id < 0)
-			return (int)tail_id;
-	}
+	if ((tail_id = stack_tail(g, col, py, &tail)) < 0)
+		return (int)tail_id;
 	/* the group's frames from the innermost Python one, and its key */
 	memmove(g->frames, g->frames + py, (size_t)(n - py) * sizeof(*g->frames));
 	nkey = (unsigned)(n - py) + 1;
@@ -348,6 +424,20 @@ static int group_of(struct mt_analysis *a, uint32_t si, uint32_t stack)
 			}
 			break;
 		}
+	}
+	/* the next stack with the same frames from its first activation out needs only those
+	 * inside it (a stack cut at MAX_FRAMES is not one to go by) */
+	if (at.node && !known && py == before && whole < MAX_FRAMES) {
+		struct resumed *e = mt_map_put(&g->resumed, resume_key, &created);
+		if (!e)
+			return -ENOMEM;
+		*e = (struct resumed){at.pystack,
+		                      si,
+		                      at.node,
+		                      at.inlined,
+		                      (uint32_t)tail_id,
+		                      (uint32_t)r,
+		                      (uint32_t)(whole - py)};
 	}
 done:
 	if (!(slot = mt_map_put(&g->of_stack, skey, &created)))
@@ -595,6 +685,7 @@ int mt_analysis_group(struct mt_analysis *a, const char *plumbing)
 	mt_map_init(&a->groups->plumbing_of, sizeof(uint8_t));
 	mt_map_init(&a->groups->tail_of, sizeof(uint32_t));
 	mt_map_init(&a->groups->tail_by_hash, sizeof(uint32_t));
+	mt_map_init(&a->groups->resumed, sizeof(struct resumed));
 	a->groups->ntails = 1; /* id 0: the empty name, kept nowhere */
 	/* the rows come in the slot order of the replay's tables, which hash the same keys:
 	 * of_stack sized for all of them at once, or their order makes probe runs thousands
@@ -675,5 +766,6 @@ void mt_groups_free(struct mt_groups *g)
 	mt_map_free(&g->plumbing_of);
 	mt_map_free(&g->tail_of);
 	mt_map_free(&g->tail_by_hash);
+	mt_map_free(&g->resumed);
 	free(g);
 }

@@ -2446,6 +2446,18 @@ int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
 	return 0;
 }
 
+int mt_replay_stack_walk(const struct mt_replay *r, uint32_t instance, uint32_t id,
+                         struct mt_frame_walk *w)
+{
+	const struct mt_instance *in = mt_replay_find_instance(r, instance);
+	const struct stack_entry *e;
+
+	if (!in || !(e = mt_map_get(&in->priv->stacks, id)))
+		return -ENOENT;
+	*w = (struct mt_frame_walk){&in->priv->frames, e->node};
+	return 0;
+}
+
 int mt_replay_pystack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                       const struct mt_pyframe **frames, uint32_t *n)
 {

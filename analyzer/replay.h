@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "frame-tree.h"
 #include "reader.h"
 
 /*
@@ -384,6 +385,13 @@ const uint64_t *mt_replay_frames(const struct mt_instance *in, uint32_t *n);
  * unknown. */
 int mt_replay_stack(const struct mt_replay *r, uint32_t instance, uint32_t id,
                     uint64_t frames[MT_MAX_DEPTH], uint32_t *n, uint32_t *gen);
+/*
+ * mt_replay_stack's frames as a walk of the instance's frame tree, which
+ * also gives each frame's node: stacks with a frame of the same node have
+ * the same frames from there out. -ENOENT for an unknown stack.
+ */
+int mt_replay_stack_walk(const struct mt_replay *r, uint32_t instance, uint32_t id,
+                         struct mt_frame_walk *w);
 
 /*
  * The Python frames of a stack, innermost first: its PYSTACK's (*n 0 when it
